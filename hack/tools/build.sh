@@ -28,7 +28,7 @@ build() {
 		echo "bin/$name is up to date"
 		return
 	fi
-	echo "building bin/$name (a cold build of kube-apiserver takes 10-17 minutes)"
+	echo "building bin/$name"; [[ $name == kube-apiserver ]] && echo "(a cold build of kube-apiserver takes 10-17 minutes on 2 cores)"
 	local start=$SECONDS
 	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin/$name.tmp" "$(pkg_of "$name")")
 	mv "$bin/$name.tmp" "$bin/$name"

@@ -1,0 +1,51 @@
+package v1beta1
+
+// Condition types of a FederatedCluster.
+const (
+	// ClusterReady is True when the member's API server answers its
+	// readiness probe (or, for Pull clusters, its agent renews its Lease).
+	ClusterReady = "Ready"
+	// ClusterOffline is True when the member cannot be reached.
+	ClusterOffline = "Offline"
+	// ClusterConfigMalformed is True when the FederatedCluster or its Secret
+	// cannot be turned into a client (bad CA bundle, missing token...).
+	ClusterConfigMalformed = "ConfigMalformed"
+)
+
+// Condition reasons of a FederatedCluster.
+const (
+	// ReasonClusterReady: the readiness probe succeeded.
+	ReasonClusterReady = "ClusterReady"
+	// ReasonClusterNotReady: the API server answered, but not ready.
+	ReasonClusterNotReady = "ClusterNotReady"
+	// ReasonClusterUnreachable: the API server did not answer in time.
+	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonClusterReachable: the API server answered.
+	ReasonClusterReachable = "ClusterReachable"
+	// ReasonConfigValid: the connection settings could be built into a client.
+	ReasonConfigValid = "ConfigValid"
+	// ReasonSecretNotFound: spec.secretRef names no Secret.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretMalformed: the Secret lacks a token or holds a bad one.
+	ReasonSecretMalformed = "SecretMalformed"
+	// ReasonCABundleMalformed: spec.caBundle holds no PEM certificate.
+	ReasonCABundleMalformed = "CABundleMalformed"
+	// ReasonAgentLeaseExpired: a Pull cluster's agent stopped renewing its Lease.
+	ReasonAgentLeaseExpired = "AgentLeaseExpired"
+	// ReasonProbing: the first probe has not finished yet.
+	ReasonProbing = "Probing"
+)
+
+// Condition types and reasons of a FederatedTypeConfig.
+const (
+	// TypeConfigEstablished is True when the target and federated types
+	// are served and the propagation controller for them runs.
+	TypeConfigEstablished = "Established"
+
+	// ReasonControllerRunning: the propagation controller runs.
+	ReasonControllerRunning = "ControllerRunning"
+	// ReasonPropagationDisabled: spec.propagation is Disabled.
+	ReasonPropagationDisabled = "PropagationDisabled"
+	// ReasonTypeNotServed: the target or federated type is not served by the host.
+	ReasonTypeNotServed = "TypeNotServed"
+)

@@ -1,0 +1,154 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResourceScope says whether objects of a kind live in a namespace.
+// +kubebuilder:validation:Enum=Namespaced;Cluster
+type ResourceScope string
+
+const (
+	// NamespaceScoped objects live in a namespace.
+	NamespaceScoped ResourceScope = "Namespaced"
+	// ClusterScoped objects live outside namespaces.
+	ClusterScoped ResourceScope = "Cluster"
+)
+
+// Mode turns a feature on or off.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+type Mode string
+
+const (
+	// Enabled turns the feature on.
+	Enabled Mode = "Enabled"
+	// Disabled turns the feature off.
+	Disabled Mode = "Disabled"
+)
+
+// ControllerStatus says whether a controller for a type runs.
+// +kubebuilder:validation:Enum=Running;NotRunning
+type ControllerStatus string
+
+const (
+	// ControllerStatusRunning: the controller runs.
+	ControllerStatusRunning ControllerStatus = "Running"
+	// ControllerStatusNotRunning: the controller does not run.
+	ControllerStatusNotRunning ControllerStatus = "NotRunning"
+)
+
+// APIResource names a kind and how the API server serves it.
+type APIResource struct {
+	// Group of the kind; empty for the core group.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*)?$`
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// Version of the kind, for example v1.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+$`
+	Version string `json:"version"`
+
+	// Kind, for example Deployment.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[A-Z][A-Za-z0-9]*$`
+	Kind string `json:"kind"`
+
+	// PluralName is the resource name, for example deployments.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	PluralName string `json:"pluralName"`
+
+	// Scope is Namespaced or Cluster.
+	Scope ResourceScope `json:"scope"`
+}
+
+// FederatedTypeConfigSpec enables federation of one target kind.
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaced) || self.namespaced == (self.targetType.scope == 'Namespaced')",message="spec.namespaced must agree with spec.targetType.scope"
+// +kubebuilder:validation:XValidation:rule="self.federatedType.scope == self.targetType.scope || self.targetType.kind == 'Namespace'",message="spec.federatedType.scope must equal spec.targetType.scope (only FederatedNamespace, which lives in its own namespace, differs)"
+type FederatedTypeConfigSpec struct {
+	// TargetType is the kind written to member clusters.
+	TargetType APIResource `json:"targetType"`
+
+	// Namespaced repeats whether the target kind is namespaced, as the
+	// specification names it; when set it must agree with targetType.scope.
+	// +optional
+	Namespaced *bool `json:"namespaced,omitempty"`
+
+	// Propagation turns propagation of this type to member clusters on or off.
+	// +kubebuilder:default=Enabled
+	// +optional
+	Propagation Mode `json:"propagation,omitempty"`
+
+	// FederatedType is the Federated<Kind> that holds template, placement
+	// and overrides on the host.
+	FederatedType APIResource `json:"federatedType"`
+
+	// StatusType is the kind that collects the member objects' status.
+	// +optional
+	StatusType *APIResource `json:"statusType,omitempty"`
+
+	// StatusCollection turns collection of member status on or off.
+	// +optional
+	StatusCollection *Mode `json:"statusCollection,omitempty"`
+}
+
+// FederatedTypeConfigStatus is what the federation controller observed.
+type FederatedTypeConfigStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// PropagationController says whether the propagation controller of
+	// this type runs.
+	// +optional
+	PropagationController ControllerStatus `json:"propagationController,omitempty"`
+
+	// StatusController says whether the status collector of this type runs.
+	// +optional
+	StatusController *ControllerStatus `json:"statusController,omitempty"`
+
+	// Conditions: Established.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// FederatedTypeConfig enables federation of a kind. Its name is
+// <targetType.pluralName>.<targetType.group> (just the plural name for the
+// core group), as in KubeFed.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=ftc,categories=fedwarden
+// +kubebuilder:printcolumn:name="Target",type=string,JSONPath=`.spec.targetType.kind`
+// +kubebuilder:printcolumn:name="Federated",type=string,JSONPath=`.spec.federatedType.kind`
+// +kubebuilder:printcolumn:name="Propagation",type=string,JSONPath=`.spec.propagation`
+// +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.status.propagationController`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (self.spec.targetType.group == '' ? self.spec.targetType.pluralName : self.spec.targetType.pluralName + '.' + self.spec.targetType.group)",message="metadata.name must be <spec.targetType.pluralName>.<spec.targetType.group> (just the plural name for the core group), for example deployments.apps"
+type FederatedTypeConfig struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FederatedTypeConfigSpec   `json:"spec"`
+	Status FederatedTypeConfigStatus `json:"status,omitempty"`
+}
+
+// FederatedTypeConfigList is a list of FederatedTypeConfig.
+//
+// +kubebuilder:object:root=true
+type FederatedTypeConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederatedTypeConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FederatedTypeConfig{}, &FederatedTypeConfigList{})
+}

@@ -1,0 +1,198 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DriftState classifies how a member's copy differs from what the control
+// plane wants.
+// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed
+type DriftState string
+
+const (
+	// InSync: the member has the current template and overrides, unchanged.
+	InSync DriftState = "InSync"
+	// OutdatedTemplate: the member missed a template update.
+	OutdatedTemplate DriftState = "OutdatedTemplate"
+	// OutdatedOverrides: the member missed an override update.
+	OutdatedOverrides DriftState = "OutdatedOverrides"
+	// ModifiedOutOfBand: someone edited the member's copy in the member.
+	ModifiedOutOfBand DriftState = "ModifiedOutOfBand"
+	// Missing: the member's copy was deleted in the member.
+	Missing DriftState = "Missing"
+	// Unreachable: the member cluster cannot be reached.
+	Unreachable DriftState = "Unreachable"
+	// ApplyFailed: the member's API server refused the write.
+	ApplyFailed DriftState = "ApplyFailed"
+)
+
+// Version is a change counter: "3" means the third version.
+// +kubebuilder:validation:MaxLength=20
+// +kubebuilder:validation:Pattern=`^[0-9]+$`
+type Version string
+
+// ClusterPropagatedVersionSpec names the federated resource and the clusters
+// it is scheduled to.
+type ClusterPropagatedVersionSpec struct {
+	// Template is the name of the federated resource this CPV tracks.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Template string `json:"template"`
+
+	// TemplateKind is the kind of the federated resource, for example
+	// FederatedDeployment; with TemplateAPIVersion it tells two federated
+	// resources of the same name apart.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TemplateKind string `json:"templateKind,omitempty"`
+
+	// TemplateAPIVersion is the apiVersion of the federated resource.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	TemplateAPIVersion string `json:"templateAPIVersion,omitempty"`
+
+	// Clusters the scheduler placed the resource on, each once.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Clusters []PlacedCluster `json:"clusters,omitempty"`
+}
+
+// PlacedCluster is one scheduled cluster.
+type PlacedCluster struct {
+	// Name of the FederatedCluster.
+	Name ClusterName `json:"name"`
+}
+
+// ClusterVersion is what one member cluster really has.
+type ClusterVersion struct {
+	// ClusterName of the member.
+	ClusterName ClusterName `json:"clusterName"`
+
+	// Version is the member object's resourceVersion.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// TemplateVersion the member's copy carries.
+	// +optional
+	TemplateVersion Version `json:"templateVersion,omitempty"`
+
+	// OverrideVersion the member's copy carries.
+	// +optional
+	OverrideVersion Version `json:"overrideVersion,omitempty"`
+
+	// ObservedGeneration is the member object's generation.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// State classifies the member's drift.
+	// +optional
+	State DriftState `json:"state,omitempty"`
+
+	// Message says more about the state, for example the API server's
+	// error for ApplyFailed.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// ChangedPaths are the JSON pointers of fields changed out of band
+	// (at most 20).
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +optional
+	ChangedPaths []string `json:"changedPaths,omitempty"`
+
+	// ChangedBy are the field managers that made those changes.
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	ChangedBy []string `json:"changedBy,omitempty"`
+
+	// DriftedSince is when the member left InSync.
+	// +optional
+	DriftedSince *metav1.Time `json:"driftedSince,omitempty"`
+}
+
+// ClusterPropagatedVersionStatus is the control plane's version and each
+// member's.
+type ClusterPropagatedVersionStatus struct {
+	// TemplateVersion counts the changes of the template.
+	// +optional
+	TemplateVersion Version `json:"templateVersion,omitempty"`
+
+	// OverrideVersion counts the changes of the overrides.
+	// +optional
+	OverrideVersion Version `json:"overrideVersion,omitempty"`
+
+	// TemplateHash is the content hash of the template at TemplateVersion;
+	// a counter moves only when the hash does.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
+
+	// OverrideHash is the content hash of the overrides at OverrideVersion.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	OverrideHash string `json:"overrideHash,omitempty"`
+
+	// ClusterVersions are the members' versions, each cluster once. Each
+	// entry may be written by a different field manager (one per agent).
+	// +listType=map
+	// +listMapKey=clusterName
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	ClusterVersions []ClusterVersion `json:"clusterVersions,omitempty"`
+
+	// DriftedClusters counts the clusters whose state is not InSync.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
+
+	// Conditions: Drifted.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Condition types of a ClusterPropagatedVersion.
+const (
+	// CPVDrifted is True when at least one cluster is not InSync.
+	CPVDrifted = "Drifted"
+)
+
+// ClusterPropagatedVersion records, per member cluster, which template and
+// override version of a federated resource is really there. It is named
+// <lower-case target kind>-<name> and owned by its federated resource.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cpv,categories=fedwarden
+// +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.status.templateVersion`
+// +kubebuilder:printcolumn:name="Override",type=string,JSONPath=`.status.overrideVersion`
+// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.spec.clusters[*].name`
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ClusterPropagatedVersion struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterPropagatedVersionSpec   `json:"spec"`
+	Status ClusterPropagatedVersionStatus `json:"status,omitempty"`
+}
+
+// ClusterPropagatedVersionList is a list of ClusterPropagatedVersion.
+//
+// +kubebuilder:object:root=true
+type ClusterPropagatedVersionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ClusterPropagatedVersion `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ClusterPropagatedVersion{}, &ClusterPropagatedVersionList{})
+}

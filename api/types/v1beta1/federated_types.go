@@ -1,0 +1,125 @@
+package v1beta1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The parts every Federated<Kind> shares: placement, overrides and status.
+
+// Placement says which member clusters receive the resource. Clusters, when
+// present, wins; an empty list means no cluster, as in KubeFed. Without
+// clusters, ClusterSelector selects FederatedClusters by label.
+type Placement struct {
+	// Clusters names the member clusters, each once.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Clusters []PlacementCluster `json:"clusters,omitempty"`
+
+	// ClusterSelector selects FederatedClusters by label when clusters is
+	// absent.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+}
+
+// PlacementCluster names one member cluster.
+type PlacementCluster struct {
+	// Name of a FederatedCluster.
+	Name ClusterName `json:"name"`
+}
+
+// ClusterName is the name of a FederatedCluster: a DNS-1123 label.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+type ClusterName string
+
+// ClusterOverride is the list of changes made to the template for one cluster.
+type ClusterOverride struct {
+	// ClusterName is the cluster the changes apply to, each cluster once.
+	ClusterName ClusterName `json:"clusterName"`
+
+	// ClusterOverrides are applied in order, as a JSON Patch (RFC 6902).
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	ClusterOverrides []Override `json:"clusterOverrides,omitempty"`
+}
+
+// OverrideOp is a JSON Patch operation an override may use.
+// +kubebuilder:validation:Enum=add;replace;remove
+type OverrideOp string
+
+const (
+	// OverrideAdd adds a value (or replaces an existing member of an object).
+	OverrideAdd OverrideOp = "add"
+	// OverrideReplace replaces a value; it is the operation when op is empty.
+	OverrideReplace OverrideOp = "replace"
+	// OverrideRemove removes a value.
+	OverrideRemove OverrideOp = "remove"
+)
+
+// Override is one JSON Patch operation on the rendered object.
+// +kubebuilder:validation:XValidation:rule="!(self.path in ['/metadata', '/metadata/name', '/metadata/namespace', '/metadata/generateName', '/kind', '/apiVersion'])",message="path must not change the object's identity: /metadata/name, /metadata/namespace, /metadata/generateName, /kind, /apiVersion and /metadata as a whole cannot be overridden"
+// +kubebuilder:validation:XValidation:rule="self.path != '/status' && !self.path.startsWith('/status/')",message="path must not be under /status: status belongs to the member cluster and is never propagated"
+// +kubebuilder:validation:XValidation:rule="(has(self.op) && self.op == 'remove') != has(self.value)",message="value is required for op add and replace (the default op), and must be absent for op remove"
+type Override struct {
+	// Op is add, replace or remove; empty means replace.
+	// +optional
+	Op OverrideOp `json:"op,omitempty"`
+
+	// Path is a JSON pointer into the rendered object, for example
+	// /spec/replicas.
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(/([^~]|~[01])*)+$`
+	Path string `json:"path"`
+
+	// Value is the JSON value to add or replace with.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Value *apiextensionsv1.JSON `json:"value,omitempty"`
+}
+
+// FederatedStatus is the propagation status every Federated<Kind> reports.
+type FederatedStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Propagated.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Clusters the resource is placed on, with how propagation went there.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Clusters []PropagationStatus `json:"clusters,omitempty"`
+}
+
+// PropagationStatus is how propagation went in one cluster.
+type PropagationStatus struct {
+	// Name of the cluster.
+	Name ClusterName `json:"name"`
+
+	// Reason is a one-word outcome, for example Propagated or AlreadyExists.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message says more when something went wrong.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// Condition types and reasons of a Federated<Kind>.
+const (
+	// FederatedPropagated is True when every placed cluster has the
+	// current template and overrides.
+	FederatedPropagated = "Propagated"
+)

@@ -1,0 +1,64 @@
+package v1beta1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DeploymentTemplate is the Deployment written to member clusters, before
+// overrides. Its name and namespace are those of the FederatedDeployment.
+type DeploymentTemplate struct {
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec appsv1.DeploymentSpec `json:"spec,omitempty"`
+}
+
+// FederatedDeploymentSpec is a Deployment template with its placement and
+// per-cluster overrides.
+type FederatedDeploymentSpec struct {
+	// Template of the Deployment written to member clusters.
+	// +optional
+	Template DeploymentTemplate `json:"template,omitempty"`
+
+	// Placement selects the member clusters.
+	// +optional
+	Placement Placement `json:"placement,omitempty"`
+
+	// Overrides change the template per cluster, each cluster once.
+	// +listType=map
+	// +listMapKey=clusterName
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Overrides []ClusterOverride `json:"overrides,omitempty"`
+}
+
+// FederatedDeployment places a Deployment on member clusters.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=fdeploy,categories=fedwarden;federated
+// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.clusters[*].name`
+// +kubebuilder:printcolumn:name="Propagated",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type FederatedDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   FederatedDeploymentSpec `json:"spec,omitempty"`
+	Status FederatedStatus         `json:"status,omitempty"`
+}
+
+// FederatedDeploymentList is a list of FederatedDeployment.
+//
+// +kubebuilder:object:root=true
+type FederatedDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []FederatedDeployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&FederatedDeployment{}, &FederatedDeploymentList{})
+}

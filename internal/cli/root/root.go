@@ -1,0 +1,48 @@
+// Package root assembles the fedwarden command tree and runs it.
+package root
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/version"
+)
+
+// NewCommand returns the root command with every subcommand attached.
+func NewCommand(s streams.IO) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fedwarden",
+		Short: "Keep many Kubernetes clusters at the version the control plane says, and prove it",
+		Long: "Fedwarden propagates Federated<Kind> resources from a host cluster to member clusters,\n" +
+			"records in a ClusterPropagatedVersion which version each member really has, and\n" +
+			"detects and heals drift.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(s.In)
+	cmd.SetOut(s.Out)
+	cmd.SetErr(s.ErrOut)
+	cmd.AddCommand(version.NewCommand(s))
+	return cmd
+}
+
+// Execute runs the command line args and returns the process exit code:
+// 0 on success, the code of an ExitError, or 1 for any other error.
+func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	cmd := NewCommand(streams.IO{In: in, Out: out, ErrOut: errOut})
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(errOut, "Error: %v\n", err)
+	var exit *streams.ExitError
+	if errors.As(err, &exit) {
+		return exit.Code
+	}
+	return 1
+}

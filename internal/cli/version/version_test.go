@@ -1,0 +1,54 @@
+package version
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+)
+
+func TestRun(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		output   string
+		wantCode int
+		check    func(t *testing.T, out string)
+	}{
+		{name: "text", check: func(t *testing.T, out string) {
+			if !strings.HasPrefix(out, "fedwarden "+Version+" (") {
+				t.Errorf("output %q does not start with the version", out)
+			}
+		}},
+		{name: "json", output: "json", check: func(t *testing.T, out string) {
+			var info Info
+			if err := json.Unmarshal([]byte(out), &info); err != nil {
+				t.Fatalf("output is not JSON: %v", err)
+			}
+			if info.Version != Version || info.GoVersion == "" {
+				t.Errorf("info = %+v", info)
+			}
+		}},
+		{name: "bad format", output: "yaml", wantCode: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			err := run(streams.IO{Out: &out}, tt.output)
+			var exit *streams.ExitError
+			switch {
+			case tt.wantCode == 0 && err != nil:
+				t.Fatalf("run: %v", err)
+			case tt.wantCode != 0 && (!errors.As(err, &exit) || exit.Code != tt.wantCode):
+				t.Fatalf("run error = %v, want exit code %d", err, tt.wantCode)
+			}
+			if tt.check != nil {
+				tt.check(t, out.String())
+			}
+		})
+	}
+}

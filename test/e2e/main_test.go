@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/internal/localfed"
+)
+
+// fed is the test bed shared by the tests of this package: a host and two
+// members. Tests that stop or restart a cluster start a test bed of their own.
+var fed *localfed.Federation
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if testing.Short() {
+		fmt.Println("skipping end-to-end tests in -short mode")
+		return 0
+	}
+	var err error
+	fed, err = localfed.Start(context.Background(), localfed.WithMembers(2))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting the local federation: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := fed.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping the local federation: %v\n", err)
+		}
+	}()
+	return m.Run()
+}
+
+// hostClient returns a client of the host cluster that reads and writes
+// unstructured objects of any kind the host serves.
+func hostClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(fed.Host.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("host client: %v", err)
+	}
+	return c
+}

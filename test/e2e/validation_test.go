@@ -1,0 +1,195 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// fdeploy is a valid FederatedDeployment; %s is replaced by the part of its
+// spec under test (placement and overrides).
+const fdeploy = `
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata:
+  name: invalid
+  namespace: default
+spec:
+  template:
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec:
+          containers: [{name: web, image: nginx}]
+%s
+`
+
+func overrides(op, path, value string) string {
+	o := "  overrides:\n  - clusterName: cluster1\n    clusterOverrides:\n    - path: " + path
+	if op != "" {
+		o += "\n      op: " + op
+	}
+	if value != "" {
+		o += "\n      value: " + value
+	}
+	return o
+}
+
+const fcluster = `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedCluster
+metadata:
+  name: %s
+spec:
+  apiEndpoint: %s
+  secretRef: {name: cluster1-secret}
+  %s
+`
+
+const ftc = `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata:
+  name: %s
+spec:
+  targetType: {group: apps, version: v1, kind: Deployment, pluralName: deployments, scope: Namespaced}
+  federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced}
+  propagation: Enabled
+  %s
+`
+
+const rsp = `
+apiVersion: scheduling.kubefed.io/v1alpha1
+kind: ReplicaSchedulingPreference
+metadata:
+  name: invalid
+  namespace: default
+spec:
+  targetKind: FederatedDeployment
+  totalReplicas: %d
+  clusters:
+    %s
+`
+
+// TestInvalidObjectsAreRejected checks that what a user gets wrong is refused
+// at admission, with a message naming the field.
+func TestInvalidObjectsAreRejected(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		manifest   string
+		field, why string
+	}{
+		{"override op other than add/replace/remove", fmt.Sprintf(fdeploy, overrides("move", "/spec/replicas", "2")),
+			"spec.overrides[0].clusterOverrides[0].op", `Unsupported value: "move"`},
+		{"override of metadata.name", fmt.Sprintf(fdeploy, overrides("", "/metadata/name", "other")),
+			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+		{"override of metadata.namespace", fmt.Sprintf(fdeploy, overrides("add", "/metadata/namespace", "other")),
+			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+		{"override of metadata.generateName", fmt.Sprintf(fdeploy, overrides("add", "/metadata/generateName", "x-")),
+			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+		{"override of kind", fmt.Sprintf(fdeploy, overrides("replace", "/kind", "StatefulSet")),
+			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+		{"override of apiVersion", fmt.Sprintf(fdeploy, overrides("replace", "/apiVersion", "apps/v2")),
+			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+		{"override of status", fmt.Sprintf(fdeploy, overrides("replace", "/status/replicas", "3")),
+			"spec.overrides[0].clusterOverrides[0]", "must not be under /status"},
+		{"override path that is not a JSON pointer", fmt.Sprintf(fdeploy, overrides("replace", "spec/replicas", "3")),
+			"spec.overrides[0].clusterOverrides[0].path", "should match"},
+		{"override remove with a value", fmt.Sprintf(fdeploy, overrides("remove", "/spec/replicas", "3")),
+			"spec.overrides[0].clusterOverrides[0]", "must be absent for op remove"},
+		{"override replace without a value", fmt.Sprintf(fdeploy, overrides("", "/spec/replicas", "")),
+			"spec.overrides[0].clusterOverrides[0]", "value is required for op add and replace"},
+		{"two overrides for one cluster", fmt.Sprintf(fdeploy, "  overrides:\n  - clusterName: cluster1\n  - clusterName: cluster1"),
+			"spec.overrides[1]", "Duplicate value"},
+		{"a cluster placed twice", fmt.Sprintf(fdeploy, "  placement: {clusters: [{name: cluster1}, {name: cluster1}]}"),
+			"spec.placement.clusters[1]", "Duplicate value"},
+		{"placement cluster name not a DNS label", fmt.Sprintf(fdeploy, "  placement: {clusters: [{name: Cluster_1}]}"),
+			"spec.placement.clusters[0].name", "should match"},
+		{"override cluster name not a DNS label", fmt.Sprintf(fdeploy, "  overrides: [{clusterName: cluster.one}]"),
+			"spec.overrides[0].clusterName", "should match"},
+		{"template without a selector", strings.Replace(fmt.Sprintf(fdeploy, ""), "selector: {matchLabels: {app: web}}", "replicas: 1", 1),
+			"spec.template.spec.selector", "Required value"},
+		{"cluster name not a DNS label", fmt.Sprintf(fcluster, "cluster.one", "https://10.0.0.1:6443", ""),
+			"metadata.name", "must be a DNS-1123 label"},
+		{"apiEndpoint over plain http", fmt.Sprintf(fcluster, "cluster1", "http://10.0.0.1:6443", ""),
+			"spec.apiEndpoint", "must be an https:// URL"},
+		{"apiEndpoint not a URL", fmt.Sprintf(fcluster, "cluster1", "10.0.0.1:6443", ""),
+			"spec.apiEndpoint", "must be an https:// URL"},
+		{"unknown sync mode", fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "syncMode: Sideways"),
+			"spec.syncMode", `Unsupported value: "Sideways"`},
+		{"push cluster without credentials", strings.Replace(fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "syncMode: Push"), "secretRef: {name: cluster1-secret}", "region: eu", 1),
+			"spec", "spec.secretRef is required when spec.syncMode is Push"},
+		{"caBundle not base64", fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "caBundle: '%%%'"),
+			"spec.caBundle", "base64"},
+		{"type config named after another type", fmt.Sprintf(ftc, "deployment", ""),
+			"metadata.name", "must be <spec.targetType.pluralName>.<spec.targetType.group>"},
+		{"type config namespaced disagreeing with scope", fmt.Sprintf(ftc, "deployments.apps", "namespaced: false"),
+			"spec", "spec.namespaced must agree with spec.targetType.scope"},
+		{"type config with unknown propagation", fmt.Sprintf(ftc, "deployments.apps", "statusCollection: Sometimes"),
+			"spec.statusCollection", `Unsupported value: "Sometimes"`},
+		{"replica preference with max below min", fmt.Sprintf(rsp, 10, "cluster1: {minReplicas: 3, maxReplicas: 2}"),
+			"spec.clusters[cluster1]", "maxReplicas must not be less than minReplicas"},
+		{"replica preference for a bad cluster name", fmt.Sprintf(rsp, 10, "'Cluster One': {weight: 1}"),
+			"spec.clusters", `must be "*" or cluster names`},
+		{"negative total replicas", fmt.Sprintf(rsp, -1, "'*': {weight: 1}"),
+			"spec.totalReplicas", "greater than or equal to 0"},
+		{"negative weight", fmt.Sprintf(rsp, 4, "'*': {weight: -1}"),
+			"spec.clusters[*].weight", "greater than or equal to 0"},
+	}
+	c := hostClient(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			obj := decode(t, tt.manifest)
+			err := c.Create(t.Context(), obj)
+			if err == nil {
+				_ = c.Delete(context.Background(), obj)
+			}
+			rejected(t, err, tt.field, tt.why)
+		})
+	}
+}
+
+// TestInvalidCPVStatusIsRejected checks the status a controller or agent
+// writes: versions are counters and each cluster appears once.
+func TestInvalidCPVStatusIsRejected(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		status     string
+		field, why string
+	}{
+		{"version not a counter", `{templateVersion: "three"}`, "status.templateVersion", "should match"},
+		{"cluster reported twice", `{clusterVersions: [{clusterName: c1}, {clusterName: c1}]}`, "status.clusterVersions[1]", "Duplicate value"},
+		{"unknown drift state", `{clusterVersions: [{clusterName: c1, state: Fine}]}`, "status.clusterVersions[0].state", `Unsupported value: "Fine"`},
+		{"negative observed generation", `{clusterVersions: [{clusterName: c1, observedGeneration: -1}]}`, "status.clusterVersions[0].observedGeneration", "greater than or equal to 0"},
+	}
+	c := hostClient(t)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			obj := decode(t, fmt.Sprintf("{apiVersion: types.kubefed.io/v1beta1, kind: ClusterPropagatedVersion, metadata: {name: invalid-status-%d, namespace: default}, spec: {template: x}}", i))
+			if err := c.Create(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+			obj.Object["status"] = decode(t, tt.status).Object
+			rejected(t, c.Status().Update(t.Context(), obj), tt.field, tt.why)
+		})
+	}
+}
+
+func decode(t *testing.T, manifest string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+		t.Fatalf("decoding test manifest: %v\n%s", err, manifest)
+	}
+	return obj
+}
