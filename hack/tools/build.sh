@@ -1,41 +1,65 @@
 #!/usr/bin/env bash
 # build.sh builds the real components that tests and `fedwarden up` start,
-# from the modules pinned under hack/tools/<name>/go.mod, into bin/.
+# and the generators the build needs, from the modules pinned under
+# hack/tools/<module>/go.mod, into bin/.
 # A binary is rebuilt only when its module's go.mod or go.sum changed since it
-# was built (the stamp bin/.<name>.sum records them).
+# was built, or its build flags did (the stamp bin/.<tool>.sum records them).
 #
-# Usage: hack/tools/build.sh [name...]   (default: every tool)
+# Usage: hack/tools/build.sh [tool...]   (default: every tool)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$root/bin"
 mkdir -p "$bin"
 
-# pkg_of prints the package to build for a tool directory.
-pkg_of() {
-	case "$1" in
-	kube-apiserver) echo k8s.io/kubernetes/cmd/kube-apiserver ;;
-	etcd) echo . ;;
-	controller-gen) echo sigs.k8s.io/controller-tools/cmd/controller-gen ;;
-	*) echo "unknown tool $1" >&2; return 1 ;;
-	esac
+# Each tool: its module directory under hack/tools and the package to build.
+declare -A module=(
+	[controller-gen]=controller-gen
+	[etcd]=etcd
+	[kube-apiserver]=kubernetes
+	[kube-controller-manager]=kubernetes
+)
+declare -A package=(
+	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
+	[etcd]=.
+	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+)
+
+# ldflags_of prints the linker flags of a tool. Kubernetes binaries get their
+# version stamped, as a release build does, so that /version reports it.
+ldflags_of() {
+	local flags='-s -w' dir="$root/hack/tools/${module[$1]}" v
+	if [[ ${module[$1]} == kubernetes ]]; then
+		v=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$dir/go.mod")
+		[[ $v =~ ^v([0-9]+)\.([0-9]+)\. ]] || { echo "cannot read the k8s.io/kubernetes version from $dir/go.mod" >&2; return 1; }
+		local pkg=k8s.io/component-base/version
+		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=${BASH_REMATCH[1]} -X $pkg.gitMinor=${BASH_REMATCH[2]} -X $pkg.gitTreeState=clean"
+	fi
+	echo "$flags"
 }
 
 build() {
-	local name=$1 dir="$root/hack/tools/$1" stamp="$bin/.$1.sum" want
-	want=$(cat "$dir/go.mod" "$dir/go.sum" | sha256sum | cut -d' ' -f1)
+	local name=$1
+	[[ -n "${module[$name]:-}" ]] || { echo "unknown tool $name (known: ${!module[*]})" >&2; return 1; }
+	local dir="$root/hack/tools/${module[$name]}" stamp="$bin/.$name.sum" want flags
+	flags=$(ldflags_of "$name")
+	want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$flags ${package[$name]}") | sha256sum | cut -d' ' -f1)
 	if [[ -x "$bin/$name" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
 		echo "bin/$name is up to date"
 		return
 	fi
-	echo "building bin/$name"; [[ $name == kube-apiserver ]] && echo "(a cold build of kube-apiserver takes 10-17 minutes on 2 cores)"
+	echo "building bin/$name"
+	if [[ ${module[$name]} == kubernetes ]]; then
+		echo "(the first Kubernetes build takes 10-17 minutes on 2 cores)"
+	fi
 	local start=$SECONDS
-	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$bin/$name.tmp" "$(pkg_of "$name")")
+	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$flags" -o "$bin/$name.tmp" "${package[$name]}")
 	mv "$bin/$name.tmp" "$bin/$name"
 	echo "$want" >"$stamp"
 	echo "built bin/$name in $((SECONDS - start))s"
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd kube-apiserver)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd kube-apiserver kube-controller-manager)
 for t in "${tools[@]}"; do build "$t"; done

@@ -2,14 +2,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,9 +80,7 @@ func TestSpecificationCPVExample(t *testing.T) {
 	}
 	got := readBack(t, c, want)
 	for _, field := range []string{"spec", "status"} {
-		if !reflect.DeepEqual(got.Object[field], want.Object[field]) {
-			t.Errorf("%s read back differs:\n got: %v\nwant: %v", field, got.Object[field], want.Object[field])
-		}
+		sameJSON(t, field, got.Object[field], want.Object[field])
 	}
 }
 
@@ -106,10 +104,25 @@ func TestKubeFedExamples(t *testing.T) {
 				t.Fatalf("applying KubeFed's %s: %v", file, err)
 			}
 			got := readBack(t, c, want)
-			if !reflect.DeepEqual(got.Object["spec"], want.Object["spec"]) {
-				t.Errorf("spec read back differs:\n got: %v\nwant: %v", got.Object["spec"], want.Object["spec"])
-			}
+			sameJSON(t, "spec", got.Object["spec"], want.Object["spec"])
 		})
+	}
+}
+
+// sameJSON reports an error when got and want differ as JSON documents
+// (numbers decoded from YAML and from the API server differ only in Go type).
+func sameJSON(t *testing.T, field string, got, want any) {
+	t.Helper()
+	g, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(g) != string(w) {
+		t.Errorf("%s read back differs:\n got: %s\nwant: %s", field, g, w)
 	}
 }
 

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +25,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
+	flag.Parse()
 	if testing.Short() {
 		fmt.Println("skipping end-to-end tests in -short mode")
 		return 0
@@ -48,9 +52,21 @@ func hostClient(t *testing.T) client.Client {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	c, err := client.New(fed.Host.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatalf("host client: %v", err)
 	}
 	return c
+}
+
+func discoveryClient(t *testing.T) *discovery.DiscoveryClient {
+	t.Helper()
+	dc, err := discovery.NewDiscoveryClientForConfig(fed.Host.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
 }

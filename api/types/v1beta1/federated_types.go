@@ -63,7 +63,6 @@ const (
 // Override is one JSON Patch operation on the rendered object.
 // +kubebuilder:validation:XValidation:rule="!(self.path in ['/metadata', '/metadata/name', '/metadata/namespace', '/metadata/generateName', '/kind', '/apiVersion'])",message="path must not change the object's identity: /metadata/name, /metadata/namespace, /metadata/generateName, /kind, /apiVersion and /metadata as a whole cannot be overridden"
 // +kubebuilder:validation:XValidation:rule="self.path != '/status' && !self.path.startsWith('/status/')",message="path must not be under /status: status belongs to the member cluster and is never propagated"
-// +kubebuilder:validation:XValidation:rule="(has(self.op) && self.op == 'remove') != has(self.value)",message="value is required for op add and replace (the default op), and must be absent for op remove"
 type Override struct {
 	// Op is add, replace or remove; empty means replace.
 	// +optional
@@ -76,7 +75,9 @@ type Override struct {
 	// +kubebuilder:validation:Pattern=`^(/([^~]|~[01])*)+$`
 	Path string `json:"path"`
 
-	// Value is the JSON value to add or replace with.
+	// Value is the JSON value to add or replace with. Admission cannot check
+	// that add and replace have one (CEL does not see schemaless fields):
+	// an override without one fails for its cluster when it is rendered.
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	// +optional
