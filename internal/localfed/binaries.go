@@ -1,0 +1,100 @@
+package localfed
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+const (
+	modulePath = "github.com/fedwarden/fedwarden"
+	binDirEnv  = "FEDWARDEN_BIN_DIR"
+)
+
+// binaries are the paths of the programs a federation runs.
+type binaries struct {
+	etcd      string
+	apiserver string
+}
+
+// findBinaries locates etcd and kube-apiserver in dir, or in the default
+// directory when dir is empty.
+func findBinaries(dir string) (binaries, error) {
+	if dir == "" {
+		var err error
+		if dir, err = defaultBinDir(); err != nil {
+			return binaries{}, err
+		}
+	}
+	b := binaries{etcd: filepath.Join(dir, "etcd"), apiserver: filepath.Join(dir, "kube-apiserver")}
+	for _, path := range []string{b.etcd, b.apiserver} {
+		info, err := os.Stat(path)
+		if err != nil {
+			return binaries{}, fmt.Errorf("%w (build it with hack/tools/build.sh, or set %s)", err, binDirEnv)
+		}
+		if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+			return binaries{}, fmt.Errorf("%s is not an executable file", path)
+		}
+	}
+	return b, nil
+}
+
+// defaultBinDir is $FEDWARDEN_BIN_DIR, else bin/ at the root of the module.
+func defaultBinDir() (string, error) {
+	if dir := os.Getenv(binDirEnv); dir != "" {
+		return dir, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the binaries: %w", err)
+	}
+	root, err := moduleRoot(wd)
+	if err != nil {
+		return "", fmt.Errorf("finding the binaries (set %s): %w", binDirEnv, err)
+	}
+	return filepath.Join(root, "bin"), nil
+}
+
+// moduleRoot walks up from dir to the directory whose go.mod declares the
+// Fedwarden module.
+func moduleRoot(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		ok, err := declaresModule(filepath.Join(d, "go.mod"))
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod of module %s above %s", modulePath, dir)
+		}
+	}
+}
+
+// declaresModule reports whether the go.mod file at path declares the
+// Fedwarden module. A missing file declares nothing.
+func declaresModule(path string) (bool, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading go.mod: %w", err)
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) == 2 && fields[0] == "module" {
+			return strings.Trim(fields[1], "\"`") == modulePath, nil
+		}
+	}
+	if err := scanner.Err(); err != nil {
+		return false, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return false, nil
+}

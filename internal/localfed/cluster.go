@@ -1,0 +1,187 @@
+package localfed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Client-side rate limits of the configs handed out: generous, since the
+// only server is a local one serving tests.
+const (
+	clientQPS   = 100
+	clientBurst = 200
+)
+
+// Cluster is one kube-apiserver of a federation, the host or a member.
+type Cluster struct {
+	// Name is "host" for the host, the member name otherwise.
+	Name string
+	// Endpoint is the apiserver's URL, https://127.0.0.1:<port>.
+	Endpoint string
+	// CAData is the PEM of the CA that signed the apiserver's certificate.
+	CAData []byte
+	// Config holds the admin credentials: a client certificate of the group
+	// system:masters; the server is verified with CAData.
+	Config *rest.Config
+	// Kubeconfig is the path of a kubeconfig file with the admin credentials,
+	// its context named after the cluster.
+	Kubeconfig string
+
+	env  *env
+	dir  string
+	port int
+	pki  *clusterPKI
+	proc atomic.Pointer[process] // the latest kube-apiserver started
+
+	opMu    sync.Mutex // serialises Stop, Kill, Restart and the federation's Stop
+	stopped bool       // set by Federation.Stop; guarded by opMu
+}
+
+// startCluster prepares the cluster called name in a directory under root
+// and starts its kube-apiserver on a free port.
+func startCluster(ctx context.Context, e *env, root, name string) (*Cluster, error) {
+	c := &Cluster{Name: name, env: e, dir: filepath.Join(root, name)}
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating directory of %s: %w", name, err)
+	}
+	var err error
+	if c.pki, err = newClusterPKI(name); err != nil {
+		return nil, fmt.Errorf("generating certificates of %s: %w", name, err)
+	}
+	if err := c.pki.write(c.dir); err != nil {
+		return nil, fmt.Errorf("writing certificates of %s: %w", name, err)
+	}
+	c.CAData = c.pki.servingCA.certPEM
+	for attempt := 1; ; attempt++ {
+		if err := c.bind(); err != nil {
+			return c, err
+		}
+		err := c.launch(ctx)
+		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
+			return c, err
+		}
+	}
+}
+
+// bind gives the cluster a new free port, and the endpoint, config and
+// kubeconfig that go with it.
+func (c *Cluster) bind() error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.port = port
+	c.Endpoint = "https://127.0.0.1:" + strconv.Itoa(port)
+	if c.Config, err = c.ConfigForUser(adminUser, "system:masters"); err != nil {
+		return err
+	}
+	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	return writeKubeconfig(c.Kubeconfig, c.Name, c.Config)
+}
+
+// ConfigForUser returns a config authenticating as user in groups, with a
+// client certificate signed by the cluster's client CA. Only the admin
+// config is bound to any role; give others the permissions a test needs.
+func (c *Cluster) ConfigForUser(user string, groups ...string) (*rest.Config, error) {
+	certPEM, keyPEM, err := c.pki.clientCA.issueClient(user, groups...)
+	if err != nil {
+		return nil, fmt.Errorf("issuing a certificate for %s: %w", user, err)
+	}
+	return &rest.Config{
+		Host:  c.Endpoint,
+		QPS:   clientQPS,
+		Burst: clientBurst,
+		TLSClientConfig: rest.TLSClientConfig{
+			CAData:   c.CAData,
+			CertData: certPEM,
+			KeyData:  keyPEM,
+		},
+	}, nil
+}
+
+// Client returns a clientset with the admin credentials.
+func (c *Cluster) Client() (kubernetes.Interface, error) {
+	client, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating client of %s: %w", c.Name, err)
+	}
+	return client, nil
+}
+
+// Running reports whether the cluster's kube-apiserver process is running.
+func (c *Cluster) Running() bool {
+	p := c.proc.Load()
+	return p != nil && !p.exited()
+}
+
+// Stop stops the kube-apiserver with SIGTERM and waits until it has exited.
+// If ctx ends first, Stop kills it and returns an error.
+func (c *Cluster) Stop(ctx context.Context) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if p := c.proc.Load(); p != nil {
+		return p.stop(ctx)
+	}
+	return nil
+}
+
+// Kill kills the kube-apiserver with SIGKILL, as in a crash, and waits until
+// it has exited.
+func (c *Cluster) Kill() error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if p := c.proc.Load(); p != nil {
+		return p.kill()
+	}
+	return nil
+}
+
+// Restart stops the kube-apiserver if it runs, then starts it again on the
+// same port, with the same certificates and data, and waits until it is
+// ready. It fails once the federation has been stopped.
+func (c *Cluster) Restart(ctx context.Context) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if c.stopped {
+		return fmt.Errorf("restarting %s: the federation is stopped", c.Name)
+	}
+	if p := c.proc.Load(); p != nil {
+		if err := p.stop(ctx); err != nil {
+			return fmt.Errorf("restarting %s: %w", c.Name, err)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		err := c.launch(ctx)
+		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
+			return err
+		}
+		// The port is still held, by a connection of the previous process
+		// or by another program: give it time to go.
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restarting %s: %w", c.Name, errors.Join(err, ctx.Err()))
+		case <-time.After(time.Duration(attempt) * time.Second):
+		}
+	}
+}
+
+// shutdown stops the kube-apiserver for good, killing it after grace.
+func (c *Cluster) shutdown(grace time.Duration) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	c.stopped = true
+	if p := c.proc.Load(); p != nil {
+		return p.terminate(grace)
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+package localfed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Federation is a running host cluster and its members.
+type Federation struct {
+	// Host is the cluster the Fedwarden control plane runs against.
+	Host *Cluster
+	// Members are the member clusters, in the order they were named.
+	Members []*Cluster
+	// Dir holds a directory per cluster, and etcd's.
+	Dir string
+
+	etcd      *etcdServer
+	grace     time.Duration
+	removeDir bool
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// env is what every process of a federation shares.
+type env struct {
+	bins         binaries
+	logs         *logSink
+	etcdURL      string
+	startTimeout time.Duration
+}
+
+// Start starts one etcd, a host kube-apiserver and the member kube-apiservers,
+// waits until all of them are ready, installs Fedwarden's CRDs into the host
+// and waits until they are Established and listed by discovery. If anything
+// fails, Start stops whatever it had started.
+func Start(ctx context.Context, opts ...Option) (*Federation, error) {
+	o, err := newOptions(opts)
+	if err != nil {
+		return nil, fmt.Errorf("starting a local federation: %w", err)
+	}
+	bins, err := findBinaries(o.binDir)
+	if err != nil {
+		return nil, fmt.Errorf("starting a local federation: %w", err)
+	}
+	dir, temporary, err := prepareDir(o.dataDir)
+	if err != nil {
+		return nil, fmt.Errorf("starting a local federation: %w", err)
+	}
+	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
+	e := &env{bins: bins, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout}
+	if err := f.start(ctx, e, o.memberNames); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
+	}
+	return f, nil
+}
+
+// prepareDir returns the data directory, creating a temporary one when dir
+// is empty; a given directory must be empty.
+func prepareDir(dir string) (path string, temporary bool, err error) {
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "localfed-")
+		if err != nil {
+			return "", false, fmt.Errorf("creating data directory: %w", err)
+		}
+		return dir, true, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", false, fmt.Errorf("creating data directory: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", false, fmt.Errorf("reading data directory: %w", err)
+	}
+	if len(entries) > 0 {
+		return "", false, fmt.Errorf("data directory %s is not empty", dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", false, fmt.Errorf("resolving data directory: %w", err)
+	}
+	return abs, false, nil
+}
+
+func (f *Federation) start(ctx context.Context, e *env, members []string) error {
+	var err error
+	if f.etcd, err = startEtcd(ctx, e, filepath.Join(f.Dir, "etcd")); err != nil {
+		return err
+	}
+	e.etcdURL = f.etcd.url
+	clusters, err := startClusters(ctx, e, f.Dir, append([]string{HostName}, members...))
+	f.Host, f.Members = clusters[0], clusters[1:]
+	if err != nil {
+		return err
+	}
+	return installCRDs(ctx, f.Host.Config, e.startTimeout)
+}
+
+// startClusters starts a cluster per name, all at once. The clusters that
+// could be created are returned even on error, so that they can be stopped.
+func startClusters(ctx context.Context, e *env, root string, names []string) ([]*Cluster, error) {
+	clusters := make([]*Cluster, len(names))
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() { clusters[i], errs[i] = startCluster(ctx, e, root, name) })
+	}
+	wg.Wait()
+	return clusters, errors.Join(errs...)
+}
+
+// Member returns the member called name, or nil.
+func (f *Federation) Member(name string) *Cluster {
+	for _, m := range f.Members {
+		if m != nil && m.Name == name {
+			return m
+		}
+	}
+	return nil
+}
+
+// Clusters returns the host, then the members.
+func (f *Federation) Clusters() []*Cluster {
+	all := make([]*Cluster, 0, 1+len(f.Members))
+	for _, c := range append([]*Cluster{f.Host}, f.Members...) {
+		if c != nil {
+			all = append(all, c)
+		}
+	}
+	return all
+}
+
+// Stop stops every kube-apiserver, then etcd, each with SIGTERM and, after
+// the grace period, SIGKILL; it waits until all have exited and removes the
+// data directory unless it was given with WithDataDir. Calling it again
+// returns the first result.
+func (f *Federation) Stop() error {
+	f.stopOnce.Do(func() { f.stopErr = f.stop() })
+	return f.stopErr
+}
+
+func (f *Federation) stop() error {
+	clusters := f.Clusters()
+	errs := make([]error, len(clusters), len(clusters)+2)
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		wg.Go(func() { errs[i] = c.shutdown(f.grace) })
+	}
+	wg.Wait()
+	if f.etcd != nil {
+		errs = append(errs, f.etcd.proc.terminate(f.grace))
+	}
+	if f.removeDir {
+		if err := os.RemoveAll(f.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("removing data directory: %w", err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stopping the local federation: %w", err)
+	}
+	return nil
+}

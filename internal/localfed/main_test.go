@@ -1,0 +1,103 @@
+package localfed
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// startFederation starts a federation stopped at the end of the test. It
+// skips the test in -short mode: it needs the real binaries.
+func startFederation(t testing.TB, opts ...Option) *Federation {
+	t.Helper()
+	skipShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	fed, err := Start(ctx, opts...)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := fed.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
+	return fed
+}
+
+// skipShort skips tests that need the real binaries in -short mode.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real etcd and kube-apiserver processes")
+	}
+}
+
+// eventually polls cond until it returns nil, failing the test with cond's
+// last error after timeout.
+func eventually(t testing.TB, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after %s: %v", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// pids returns the process ids of every process of the federation now.
+func (f *Federation) pids() []int {
+	var pids []int
+	if f.etcd != nil {
+		pids = append(pids, f.etcd.proc.pid())
+	}
+	for _, c := range f.Clusters() {
+		if p := c.proc.Load(); p != nil {
+			pids = append(pids, p.pid())
+		}
+	}
+	return pids
+}
+
+// alive reports whether a process with this id exists.
+func alive(t testing.TB, pid int) bool {
+	t.Helper()
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("probing process %d: %v", pid, err)
+	}
+	return err == nil
+}
+
+// processesMentioning returns the ids of the processes whose command line
+// contains s, read from /proc.
+func processesMentioning(t testing.TB, s string) []int {
+	t.Helper()
+	dirs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil || len(dirs) == 0 {
+		t.Skip("no /proc to look for processes")
+	}
+	var pids []int
+	for _, path := range dirs {
+		cmdline, err := os.ReadFile(path)
+		if err != nil || !strings.Contains(string(cmdline), s) {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

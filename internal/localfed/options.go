@@ -1,0 +1,120 @@
+package localfed
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// HostName is the name of the host cluster.
+const HostName = "host"
+
+const (
+	defaultStartTimeout    = 60 * time.Second
+	defaultStopGracePeriod = 10 * time.Second
+)
+
+// Option configures Start.
+type Option func(*options)
+
+type options struct {
+	members         int
+	membersSet      bool
+	memberNames     []string
+	binDir          string
+	dataDir         string
+	logOutput       io.Writer
+	startTimeout    time.Duration
+	stopGracePeriod time.Duration
+}
+
+// WithMembers sets the number of member clusters (default 0).
+func WithMembers(n int) Option {
+	return func(o *options) { o.members, o.membersSet = n, true }
+}
+
+// WithMemberNames names the member clusters (default member-1..member-N).
+// Without WithMembers, it also sets their number.
+func WithMemberNames(names ...string) Option {
+	return func(o *options) { o.memberNames = append([]string(nil), names...) }
+}
+
+// WithBinDir sets the directory holding the etcd and kube-apiserver binaries
+// (default: $FEDWARDEN_BIN_DIR, else bin/ at the root of the Fedwarden module).
+func WithBinDir(dir string) Option {
+	return func(o *options) { o.binDir = dir }
+}
+
+// WithDataDir sets the directory for certificates, kubeconfigs, logs and etcd
+// data. It must be empty or absent, and Stop keeps it. By default a fresh
+// temporary directory is used and Stop removes it.
+func WithDataDir(dir string) Option {
+	return func(o *options) { o.dataDir = dir }
+}
+
+// WithLogOutput sends the output of every process to w, each line prefixed
+// with the process name. By default each process writes to a file in its
+// directory: <dir>/<cluster>/apiserver.log and <dir>/etcd/etcd.log.
+func WithLogOutput(w io.Writer) Option {
+	return func(o *options) { o.logOutput = w }
+}
+
+// WithStartTimeout bounds how long each process may take to become ready, and
+// how long the CRDs may take to become Established (default 60s).
+func WithStartTimeout(d time.Duration) Option {
+	return func(o *options) { o.startTimeout = d }
+}
+
+// WithStopGracePeriod sets how long Federation.Stop waits after SIGTERM
+// before it sends SIGKILL (default 10s).
+func WithStopGracePeriod(d time.Duration) Option {
+	return func(o *options) { o.stopGracePeriod = d }
+}
+
+func newOptions(opts []Option) (*options, error) {
+	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod}
+	for _, opt := range opts {
+		opt(o)
+	}
+	names, err := o.clusterNames()
+	if err != nil {
+		return nil, err
+	}
+	o.memberNames = names[1:]
+	if o.startTimeout <= 0 || o.stopGracePeriod <= 0 {
+		return nil, errors.New("start timeout and stop grace period must be positive")
+	}
+	return o, nil
+}
+
+// clusterNames returns the validated names of all clusters, host first.
+func (o *options) clusterNames() ([]string, error) {
+	if o.members < 0 {
+		return nil, fmt.Errorf("negative number of members %d", o.members)
+	}
+	members := o.memberNames
+	switch {
+	case members == nil:
+		for i := 1; i <= o.members; i++ {
+			members = append(members, fmt.Sprintf("member-%d", i))
+		}
+	case o.membersSet && o.members != len(members):
+		return nil, fmt.Errorf("%d members wanted but %d member names given", o.members, len(members))
+	}
+	names := append([]string{HostName}, members...)
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return nil, fmt.Errorf("invalid cluster name %q: %s", name, strings.Join(errs, "; "))
+		}
+		if seen[name] || name == "etcd" {
+			return nil, fmt.Errorf("cluster name %q is reserved or used twice", name)
+		}
+		seen[name] = true
+	}
+	return names, nil
+}
