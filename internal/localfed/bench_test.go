@@ -11,17 +11,24 @@ import (
 	"time"
 )
 
-// BenchmarkStart starts a host and three members and reports how long Start
-// took and the resident memory of every process once it returned.
+// BenchmarkStart measures how long Start takes and the resident memory of
+// every process once it returned: for a host and three members with the
+// default controllers, and, as the baseline from the same run, for a bare
+// host (one etcd and one kube-apiserver, no controller-manager).
 //
 //	go test ./internal/localfed/ -run '^$' -bench BenchmarkStart -benchtime 3x
 func BenchmarkStart(b *testing.B) {
 	skipShort(b)
+	b.Run("baseline-host-only", func(b *testing.B) { benchmarkStart(b, WithControllers()) })
+	b.Run("host+3-members", func(b *testing.B) { benchmarkStart(b, WithMembers(3)) })
+}
+
+func benchmarkStart(b *testing.B, opts ...Option) {
 	rss := map[string]float64{}
 	var total time.Duration
 	for range b.N {
 		begin := time.Now()
-		fed, err := Start(context.Background(), WithMembers(3))
+		fed, err := Start(context.Background(), opts...)
 		if err != nil {
 			b.Fatalf("Start: %v", err)
 		}
@@ -42,12 +49,15 @@ func BenchmarkStart(b *testing.B) {
 }
 
 // processRSS returns the resident memory, in KiB, of each process of fed,
-// named etcd or after its cluster.
+// named etcd or after its cluster and component.
 func processRSS(b *testing.B, fed *Federation) map[string]int {
 	b.Helper()
 	pids := map[string]int{"etcd": fed.etcd.proc.pid()}
 	for _, c := range fed.Clusters() {
-		pids[c.Name] = c.proc.Load().pid()
+		pids[c.Name+"-apiserver"] = c.proc.Load().pid()
+		if c.cm != nil {
+			pids[c.Name+"-controller-manager"] = c.cm.pid()
+		}
 	}
 	rss := map[string]int{}
 	for name, pid := range pids {

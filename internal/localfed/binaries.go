@@ -16,13 +16,15 @@ const (
 
 // binaries are the paths of the programs a federation runs.
 type binaries struct {
-	etcd      string
-	apiserver string
+	etcd              string
+	apiserver         string
+	controllerManager string // empty when kube-controller-manager does not run
 }
 
-// findBinaries locates etcd and kube-apiserver in dir, or in the default
-// directory when dir is empty.
-func findBinaries(dir string) (binaries, error) {
+// findBinaries locates etcd, kube-apiserver and, when withControllerManager,
+// kube-controller-manager in dir, or in the default directory when dir is
+// empty.
+func findBinaries(dir string, withControllerManager bool) (binaries, error) {
 	if dir == "" {
 		var err error
 		if dir, err = defaultBinDir(); err != nil {
@@ -30,7 +32,12 @@ func findBinaries(dir string) (binaries, error) {
 		}
 	}
 	b := binaries{etcd: filepath.Join(dir, "etcd"), apiserver: filepath.Join(dir, "kube-apiserver")}
-	for _, path := range []string{b.etcd, b.apiserver} {
+	paths := []string{b.etcd, b.apiserver}
+	if withControllerManager {
+		b.controllerManager = filepath.Join(dir, "kube-controller-manager")
+		paths = append(paths, b.controllerManager)
+	}
+	for _, path := range paths {
 		info, err := os.Stat(path)
 		if err != nil {
 			return binaries{}, fmt.Errorf("%w (build it with hack/tools/build.sh, or set %s)", err, binDirEnv)

@@ -42,6 +42,7 @@ type Cluster struct {
 	port int
 	pki  *clusterPKI
 	proc atomic.Pointer[process] // the latest kube-apiserver started
+	cm   *process                // kube-controller-manager, if it runs; guarded by opMu
 
 	opMu    sync.Mutex // serialises Stop, Kill, Restart and the federation's Stop
 	stopped bool       // set by Federation.Stop; guarded by opMu
@@ -67,7 +68,10 @@ func startCluster(ctx context.Context, e *env, root, name string) (*Cluster, err
 			return c, err
 		}
 		err := c.launch(ctx)
-		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
+		if err == nil {
+			return c, c.startControllerManager(ctx)
+		}
+		if !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
 			return c, err
 		}
 	}
@@ -125,7 +129,9 @@ func (c *Cluster) Running() bool {
 }
 
 // Stop stops the kube-apiserver with SIGTERM and waits until it has exited.
-// If ctx ends first, Stop kills it and returns an error.
+// If ctx ends first, Stop kills it and returns an error. The cluster's
+// kube-controller-manager keeps running and reconnects after Restart, as it
+// would in a real control plane.
 func (c *Cluster) Stop(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -136,7 +142,7 @@ func (c *Cluster) Stop(ctx context.Context) error {
 }
 
 // Kill kills the kube-apiserver with SIGKILL, as in a crash, and waits until
-// it has exited.
+// it has exited. Like Stop, it leaves kube-controller-manager running.
 func (c *Cluster) Kill() error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -148,7 +154,8 @@ func (c *Cluster) Kill() error {
 
 // Restart stops the kube-apiserver if it runs, then starts it again on the
 // same port, with the same certificates and data, and waits until it is
-// ready. It fails once the federation has been stopped.
+// ready; it also starts kube-controller-manager again if that has exited.
+// It fails once the federation has been stopped.
 func (c *Cluster) Restart(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
@@ -162,7 +169,10 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	}
 	for attempt := 1; ; attempt++ {
 		err := c.launch(ctx)
-		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
+		if err == nil {
+			return c.startControllerManager(ctx)
+		}
+		if !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
 			return err
 		}
 		// The port is still held, by a connection of the previous process
@@ -180,8 +190,12 @@ func (c *Cluster) shutdown(grace time.Duration) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	c.stopped = true
-	if p := c.proc.Load(); p != nil {
-		return p.terminate(grace)
+	var errs []error
+	if c.cm != nil {
+		errs = append(errs, c.cm.terminate(grace))
 	}
-	return nil
+	if p := c.proc.Load(); p != nil {
+		errs = append(errs, p.terminate(grace))
+	}
+	return errors.Join(errs...)
 }

@@ -31,19 +31,14 @@
 //   - One etcd serves every cluster; each kube-apiserver stores its objects
 //     under its own --etcd-prefix (/host, /member-1, ...). This saves one etcd
 //     per cluster (memory and start time) but a member cannot lose its etcd
-//     on its own: Kill and Restart act on the kube-apiserver only.
-//   - There is no controller-manager, scheduler or kubelet. Objects are
-//     stored and validated but nothing acts on them: a Deployment never gets
-//     Pods, a namespace being deleted keeps its finalizer, and the default
-//     ServiceAccount of a namespace is never created (so creating a Pod is
-//     refused by the ServiceAccount admission plugin unless the test creates
-//     the ServiceAccount itself).
-//   - The kube-apiservers advertise 127.0.0.1, which they refuse to publish
-//     as the endpoint of the kubernetes Service, so they run with
-//     --endpoint-reconciler-type=none: that Service has no endpoints.
-//   - Each kube-apiserver holds about 280 MiB resident (the host about 370
-//     MiB, with the CRDs), etcd about 80 MiB: a host and three members need
-//     some 1.3 GiB and take 8 to 10 s to start on two cores (BenchmarkStart).
+//     on its own: Stop, Kill and Restart act on the kube-apiserver only.
+//   - Each cluster runs a kube-controller-manager with DefaultControllers
+//     (namespace, garbage collector, ServiceAccount and token, root CA
+//     publisher, Deployment, ReplicaSet, ResourceQuota), so namespaces finish
+//     deleting, owner references are collected, long-lived token Secrets are
+//     filled in and Deployments get status. There is no scheduler and no
+//     kubelet: Pods are stored but never run. WithControllers changes the
+//     list; with none, no kube-controller-manager runs.
 //   - Ports are asked from the kernel and released before the process binds
 //     them, so another program can take one in between; Start then retries
 //     with fresh ports, and Restart retries the same port for a while.

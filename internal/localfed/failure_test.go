@@ -31,7 +31,7 @@ func TestFailedStartStopsEverything(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fed")
 	var logs lockedBuffer
 
-	fed, err := Start(context.Background(), WithBinDir(bin), WithDataDir(dir), WithMembers(1), WithLogOutput(&logs))
+	fed, err := Start(context.Background(), WithBinDir(bin), WithDataDir(dir), WithMembers(1), WithLogOutput(&logs), WithControllers())
 	if err == nil {
 		_ = fed.Stop()
 		t.Fatal("Start succeeded with a broken kube-apiserver")

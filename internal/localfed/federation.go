@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -30,6 +31,7 @@ type Federation struct {
 // env is what every process of a federation shares.
 type env struct {
 	bins         binaries
+	controllers  []string // of kube-controller-manager; none: it does not run
 	logs         *logSink
 	etcdURL      string
 	startTimeout time.Duration
@@ -44,7 +46,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
-	bins, err := findBinaries(o.binDir)
+	bins, err := findBinaries(o.binDir, len(o.controllers) > 0)
 	if err != nil {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
@@ -53,7 +55,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
-	e := &env{bins: bins, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout}
+	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout}
 	if err := f.start(ctx, e, o.memberNames); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
 	}
@@ -164,4 +166,9 @@ func (f *Federation) stop() error {
 		return fmt.Errorf("stopping the local federation: %w", err)
 	}
 	return nil
+}
+
+// wants reports whether kube-controller-manager runs the controller.
+func (e *env) wants(controller string) bool {
+	return slices.Contains(e.controllers, controller)
 }

@@ -187,8 +187,8 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	fed := startFederation(t, WithMembers(1))
 	pids := fed.pids()
-	if len(pids) != 3 {
-		t.Fatalf("%d processes, want etcd and 2 kube-apiservers", len(pids))
+	if len(pids) != 5 {
+		t.Fatalf("%d processes, want etcd, 2 kube-apiservers and 2 kube-controller-managers", len(pids))
 	}
 	if err := fed.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)

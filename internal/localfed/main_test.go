@@ -66,6 +66,9 @@ func (f *Federation) pids() []int {
 		if p := c.proc.Load(); p != nil {
 			pids = append(pids, p.pid())
 		}
+		if c.cm != nil {
+			pids = append(pids, c.cm.pid())
+		}
 	}
 	return pids
 }

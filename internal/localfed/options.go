@@ -30,6 +30,7 @@ type options struct {
 	logOutput       io.Writer
 	startTimeout    time.Duration
 	stopGracePeriod time.Duration
+	controllers     []string
 }
 
 // WithMembers sets the number of member clusters (default 0).
@@ -75,8 +76,15 @@ func WithStopGracePeriod(d time.Duration) Option {
 	return func(o *options) { o.stopGracePeriod = d }
 }
 
+// WithControllers sets the kube-controller-manager controllers each cluster
+// runs (default DefaultControllers); with none, no kube-controller-manager
+// runs and its binary is not needed.
+func WithControllers(names ...string) Option {
+	return func(o *options) { o.controllers = append([]string{}, names...) }
+}
+
 func newOptions(opts []Option) (*options, error) {
-	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod}
+	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod, controllers: DefaultControllers}
 	for _, opt := range opts {
 		opt(o)
 	}

@@ -1,0 +1,89 @@
+package localfed
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestControllerManagerMakesAClusterOfIt checks what later features rely
+// on: owner references are garbage collected, namespaces finish deleting and
+// long-lived ServiceAccount token Secrets get their token.
+func TestControllerManagerMakesAClusterOfIt(t *testing.T) {
+	t.Parallel()
+	fed := startFederation(t, WithMembers(1))
+	ctx := t.Context()
+	client, err := fed.Members[0].Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kcm"}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	owner, err := client.CoreV1().ConfigMaps("kcm").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dependent := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID},
+	}}}
+	if _, err := client.CoreV1().ConfigMaps("kcm").Create(ctx, dependent, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().ConfigMaps("kcm").Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		_, err := client.CoreV1().ConfigMaps("kcm").Get(ctx, "dependent", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("dependent ConfigMap not garbage collected (get: %v)", err)
+	})
+
+	if _, err := client.CoreV1().ServiceAccounts("kcm").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "agent"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent-token", Annotations: map[string]string{corev1.ServiceAccountNameKey: "agent"}},
+		Type:       corev1.SecretTypeServiceAccountToken,
+	}
+	if _, err := client.CoreV1().Secrets("kcm").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		s, err := client.CoreV1().Secrets("kcm").Get(ctx, "agent-token", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(s.Data[corev1.ServiceAccountTokenKey]) == 0 || len(s.Data[corev1.ServiceAccountRootCAKey]) == 0 {
+			return fmt.Errorf("token Secret has keys %v, want token and ca.crt filled in", keys(s.Data))
+		}
+		return nil
+	})
+
+	if err := client.CoreV1().Namespaces().Delete(ctx, "kcm", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, func() error {
+		_, err := client.CoreV1().Namespaces().Get(ctx, "kcm", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("namespace still there (get: %v)", err)
+	})
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
