@@ -31,7 +31,7 @@ type LocalSecretReference struct {
 type FederatedClusterSpec struct {
 	// APIEndpoint is the member's API server URL; it must use https.
 	// +kubebuilder:validation:MaxLength=2048
-	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https' && url(self).getHostname() != ''",message="spec.apiEndpoint must be an https:// URL with a host, for example https://10.0.0.1:6443"
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https' && size(url(self).getHostname()) > 0",message="spec.apiEndpoint must be an https:// URL with a host, for example https://10.0.0.1:6443"
 	APIEndpoint string `json:"apiEndpoint"`
 
 	// CABundle is the PEM bundle of the CAs that sign the member API

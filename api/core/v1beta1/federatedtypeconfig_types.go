@@ -131,7 +131,7 @@ type FederatedTypeConfigStatus struct {
 // +kubebuilder:printcolumn:name="Propagation",type=string,JSONPath=`.spec.propagation`
 // +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.status.propagationController`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == (self.spec.targetType.group == ” ? self.spec.targetType.pluralName : self.spec.targetType.pluralName + '.' + self.spec.targetType.group)",message="metadata.name must be <spec.targetType.pluralName>.<spec.targetType.group> (just the plural name for the core group), for example deployments.apps"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (size(self.spec.targetType.group) == 0 ? self.spec.targetType.pluralName : self.spec.targetType.pluralName + '.' + self.spec.targetType.group)",message="metadata.name must be <spec.targetType.pluralName>.<spec.targetType.group> (just the plural name for the core group), for example deployments.apps"
 type FederatedTypeConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
