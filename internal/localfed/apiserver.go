@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -66,23 +65,9 @@ func waitReady(ctx context.Context, cfg *rest.Config, p *process, timeout time.D
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
 	}
-	var last error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
-			return false, p.exitError()
-		}
-		last = readyz(ctx, client)
-		return last == nil, nil
+	return p.waitUntil(ctx, timeout, 100*time.Millisecond, "is not ready", func(ctx context.Context) error {
+		return readyz(ctx, client)
 	})
-	switch {
-	case err == nil:
-		return nil
-	case p.exited():
-		return p.exitError()
-	default:
-		return fmt.Errorf("%s not ready (last error: %v): %w; last log lines:\n%s",
-			p.name, last, err, p.tail.lastLines(tailLines))
-	}
 }
 
 func readyz(ctx context.Context, client kubernetes.Interface) error {

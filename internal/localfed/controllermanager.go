@@ -9,7 +9,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -96,15 +95,8 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, p *process) err
 	if err != nil {
 		return fmt.Errorf("creating client of %s: %w", c.Name, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, c.env.startTimeout, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
-			return false, p.exitError()
-		}
+	return p.waitUntil(ctx, c.env.startTimeout, 100*time.Millisecond, "did not create the default ServiceAccount", func(ctx context.Context) error {
 		_, err := client.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
+		return err
 	})
-	if err != nil && !p.exited() {
-		return fmt.Errorf("%s did not create the default ServiceAccount: %w; last log lines:\n%s", p.name, err, p.tail.lastLines(tailLines))
-	}
-	return err
 }

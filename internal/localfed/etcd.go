@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // bindAttempts is how often a process is started again when its port turns
@@ -76,22 +74,9 @@ func etcdArgs(dataDir, clientURL string, peerPort int) []string {
 // waitEtcdHealthy polls etcd's /health until it reports healthy.
 func waitEtcdHealthy(ctx context.Context, url string, p *process, timeout time.Duration) error {
 	client := &http.Client{Timeout: 2 * time.Second}
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		if p.exited() {
-			return false, p.exitError()
-		}
-		last = etcdHealth(ctx, client, url)
-		return last == nil, nil
+	return p.waitUntil(ctx, timeout, 50*time.Millisecond, "is not healthy", func(ctx context.Context) error {
+		return etcdHealth(ctx, client, url)
 	})
-	switch {
-	case err == nil:
-		return nil
-	case p.exited():
-		return p.exitError()
-	default:
-		return fmt.Errorf("etcd not healthy (last error: %v): %w; last log lines:\n%s", last, err, p.tail.lastLines(tailLines))
-	}
 }
 
 func etcdHealth(ctx context.Context, client *http.Client, url string) error {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // tailLines is how many log lines an error about a process quotes.
@@ -120,4 +122,27 @@ func (p *process) terminate(grace time.Duration) error {
 		return nil
 	}
 	return err
+}
+
+// waitUntil polls probe until it succeeds. It fails at once when the process
+// exits, and at the deadline with the probe's last error, saying what the
+// process failed to do (for example "is not ready") and quoting its log.
+func (p *process) waitUntil(ctx context.Context, timeout, interval time.Duration, failure string, probe func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, p.exitError()
+		}
+		last = probe(ctx)
+		return last == nil, nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case p.exited():
+		return p.exitError()
+	default:
+		return fmt.Errorf("%s %s (last error: %v): %w; last log lines:\n%s",
+			p.name, failure, last, err, p.tail.lastLines(tailLines))
+	}
 }
