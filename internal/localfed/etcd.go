@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 )
 
-// bindAttempts is how often a process is started again when its port turns
-// out to be taken.
+// bindAttempts is how often a kube-apiserver is started again when its port
+// turns out to be taken.
 const bindAttempts = 5
+
+// maxSocketPath is the longest path a unix socket may have on Linux.
+const maxSocketPath = 107
 
 // etcdServer is the etcd shared by every cluster of a federation.
 type etcdServer struct {
@@ -21,43 +25,35 @@ type etcdServer struct {
 	url  string
 }
 
-// startEtcd starts etcd with its data under dir and waits until it is healthy,
-// choosing new ports when the chosen ones were taken meanwhile.
+// startEtcd starts etcd with its data under dir and waits until it is
+// healthy. etcd listens on unix sockets in dir, not on TCP: only the owner of
+// the directory can reach it (the data of every cluster, Secrets included,
+// is in it), and no other program can take its address between the choice
+// and the bind.
 func startEtcd(ctx context.Context, e *env, dir string) (*etcdServer, error) {
-	for attempt := 1; ; attempt++ {
-		s, err := startEtcdOnce(ctx, e, dir)
-		if err == nil || !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
-			return s, err
-		}
+	clientSock, peerSock := filepath.Join(dir, "client.sock"), filepath.Join(dir, "peer.sock")
+	if len(clientSock) > maxSocketPath {
+		return nil, fmt.Errorf("etcd socket path %s is longer than %d bytes: use a shorter data directory", clientSock, maxSocketPath)
 	}
-}
-
-func startEtcdOnce(ctx context.Context, e *env, dir string) (*etcdServer, error) {
-	clientPort, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	peerPort, err := freePort()
-	if err != nil {
-		return nil, err
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating etcd's directory: %w", err)
 	}
 	log, err := e.logs.open("etcd", filepath.Join(dir, "etcd.log"))
 	if err != nil {
 		return nil, err
 	}
-	clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
-	p, err := startProcess("etcd", e.bins.etcd, etcdArgs(filepath.Join(dir, "data"), clientURL, peerPort), log)
+	clientURL := "unix://" + clientSock
+	p, err := startProcess("etcd", e.bins.etcd, etcdArgs(filepath.Join(dir, "data"), clientURL, "unix://"+peerSock), log)
 	if err != nil {
 		return nil, err
 	}
-	if err := waitEtcdHealthy(ctx, clientURL, p, e.startTimeout); err != nil {
+	if err := waitEtcdHealthy(ctx, clientSock, p, e.startTimeout); err != nil {
 		return nil, errors.Join(err, p.kill())
 	}
 	return &etcdServer{proc: p, url: clientURL}, nil
 }
 
-func etcdArgs(dataDir, clientURL string, peerPort int) []string {
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+func etcdArgs(dataDir, clientURL, peerURL string) []string {
 	return []string{
 		"--name=default",
 		"--data-dir=" + dataDir,
@@ -71,16 +67,24 @@ func etcdArgs(dataDir, clientURL string, peerPort int) []string {
 	}
 }
 
-// waitEtcdHealthy polls etcd's /health until it reports healthy.
-func waitEtcdHealthy(ctx context.Context, url string, p *process, timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second}
+// waitEtcdHealthy polls etcd's /health, through its unix socket, until it
+// reports healthy.
+func waitEtcdHealthy(ctx context.Context, socket string, p *process, timeout time.Duration) error {
+	var dialer net.Dialer
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, "unix", socket)
+		}},
+	}
+	defer client.CloseIdleConnections()
 	return p.waitUntil(ctx, timeout, 50*time.Millisecond, "is not healthy", func(ctx context.Context) error {
-		return etcdHealth(ctx, client, url)
+		return etcdHealth(ctx, client)
 	})
 }
 
-func etcdHealth(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/health", nil)
+func etcdHealth(ctx context.Context, client *http.Client) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://etcd/health", nil)
 	if err != nil {
 		return err
 	}
