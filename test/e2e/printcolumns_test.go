@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,35 +17,77 @@ import (
 )
 
 // TestKubectlColumns asks the host for tables, as `kubectl get` does, and
-// checks the columns and short names users see.
+// checks the columns users see and the values in them.
 func TestKubectlColumns(t *testing.T) {
 	t.Parallel()
+	c := hostClient(t)
+	ns := testNamespace(t, c)
 	tests := []struct {
 		gv        schema.GroupVersion
 		resource  string
 		namespace string
+		object    string // created, then its status written
+		status    string
 		columns   []string
+		cells     []string // the row's cells but the age
 	}{
-		{schema.GroupVersion{Group: "core.kubefed.io", Version: "v1beta1"}, "federatedclusters", "", []string{"Name", "Ready", "Mode", "Version", "Region", "Age"}},
-		{schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, "clusterpropagatedversions", "default", []string{"Name", "Template", "Override", "Clusters", "Drifted", "Age"}},
-		{schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, "federateddeployments", "default", []string{"Name", "Clusters", "Propagated", "Age"}},
+		{
+			gv: schema.GroupVersion{Group: "core.kubefed.io", Version: "v1beta1"}, resource: "federatedclusters",
+			object:  `{apiVersion: core.kubefed.io/v1beta1, kind: FederatedCluster, metadata: {name: columns-eu}, spec: {apiEndpoint: "https://10.0.0.1:6443", secretRef: {name: s}, region: eu-west-1}}`,
+			status:  `{kubernetesVersion: v1.37.2, conditions: [{type: Ready, status: "True", reason: ClusterReady, message: ok, lastTransitionTime: "2026-11-29T00:00:00Z"}]}`,
+			columns: []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
+			cells:   []string{"columns-eu", "True", "Push", "v1.37.2", "eu-west-1"},
+		},
+		{
+			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,
+			object:  `{apiVersion: types.kubefed.io/v1beta1, kind: ClusterPropagatedVersion, metadata: {name: deployment-web, namespace: ` + ns + `}, spec: {template: web, clusters: [{name: cluster-beijing}, {name: cluster-shanghai}]}}`,
+			status:  `{templateVersion: "3", overrideVersion: "1", clusterCount: 2, driftedClusters: 1}`,
+			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Age"},
+			cells:   []string{"deployment-web", "3", "1", "2", "1"},
+		},
+		{
+			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "federateddeployments", namespace: ns,
+			object:  `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedDeployment, metadata: {name: web, namespace: ` + ns + `}}`,
+			status:  `{clusterCount: 2, clusters: [{name: c1}, {name: c2}], conditions: [{type: Propagated, status: "True", reason: Propagated, message: ok, lastTransitionTime: "2026-11-29T00:00:00Z"}]}`,
+			columns: []string{"Name", "Clusters", "Propagated", "Age"},
+			cells:   []string{"web", "2", "True"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.resource, func(t *testing.T) {
 			t.Parallel()
-			table := getTable(t, tt.gv, tt.namespace, tt.resource)
+			obj := decode(t, tt.object)
+			if err := c.Create(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+			obj.Object["status"] = decode(t, tt.status).Object
+			if err := c.Status().Update(t.Context(), obj); err != nil {
+				t.Fatal(err)
+			}
+			table := getTable(t, tt.gv, tt.namespace, tt.resource, obj.GetName())
 			var got []string
-			for _, c := range table.ColumnDefinitions {
-				got = append(got, c.Name)
+			for _, col := range table.ColumnDefinitions {
+				got = append(got, col.Name)
 			}
 			if !reflect.DeepEqual(got, tt.columns) {
 				t.Errorf("kubectl get %s shows columns %v, want %v", tt.resource, got, tt.columns)
+			}
+			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(tt.columns) {
+				t.Fatalf("kubectl get %s %s shows rows %v, want one of %d cells", tt.resource, obj.GetName(), table.Rows, len(tt.columns))
+			}
+			var cells []string
+			for _, cell := range table.Rows[0].Cells[:len(tt.cells)] {
+				cells = append(cells, fmt.Sprint(cell))
+			}
+			if !reflect.DeepEqual(cells, tt.cells) {
+				t.Errorf("kubectl get %s shows %v, want %v", tt.resource, cells, tt.cells)
 			}
 		})
 	}
 }
 
-func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource string) *metav1.Table {
+func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource, name string) *metav1.Table {
 	t.Helper()
 	cfg := rest.CopyConfig(fed.Host.Config)
 	cfg.GroupVersion = &gv
@@ -55,7 +98,11 @@ func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource string) 
 		t.Fatal(err)
 	}
 	table := &metav1.Table{}
-	err = rc.Get().Namespace(namespace).Resource(resource).
+	req := rc.Get().Resource(resource).Name(name)
+	if namespace != "" {
+		req = req.Namespace(namespace)
+	}
+	err = req.
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").
 		Do(t.Context()).Into(table)
 	if err != nil {

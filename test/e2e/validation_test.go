@@ -88,17 +88,23 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"override op other than add/replace/remove", fmt.Sprintf(fdeploy, overrides("move", "/spec/replicas", "2")),
 			"spec.overrides[0].clusterOverrides[0].op", `Unsupported value: "move"`},
 		{"override of metadata.name", fmt.Sprintf(fdeploy, overrides("", "/metadata/name", "other")),
-			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
 		{"override of metadata.namespace", fmt.Sprintf(fdeploy, overrides("add", "/metadata/namespace", "other")),
-			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
 		{"override of metadata.generateName", fmt.Sprintf(fdeploy, overrides("add", "/metadata/generateName", "x-")),
-			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
 		{"override of kind", fmt.Sprintf(fdeploy, overrides("replace", "/kind", "StatefulSet")),
-			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
 		{"override of apiVersion", fmt.Sprintf(fdeploy, overrides("replace", "/apiVersion", "apps/v2")),
-			"spec.overrides[0].clusterOverrides[0]", "must not change the object's identity"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
 		{"override of status", fmt.Sprintf(fdeploy, overrides("replace", "/status/replicas", "3")),
-			"spec.overrides[0].clusterOverrides[0]", "must not be under /status"},
+			"spec.overrides[0].clusterOverrides[0].path", "must not be under /status"},
+		{"override of a server-set field", fmt.Sprintf(fdeploy, overrides("replace", "/metadata/resourceVersion", "'1'")),
+			"spec.overrides[0].clusterOverrides[0].path", "the metadata its API server sets"},
+		{"override under metadata.name", fmt.Sprintf(fdeploy, overrides("add", "/metadata/name/x", "'1'")),
+			"spec.overrides[0].clusterOverrides[0].path", "must not change the object's identity"},
+		{"template named after another object", strings.Replace(fmt.Sprintf(fdeploy, ""), "  template:\n    spec:", "  template:\n    metadata: {name: other}\n    spec:", 1),
+			"spec.template.metadata.name", "must be empty or the FederatedDeployment's name"},
 		{"override path that is not a JSON pointer", fmt.Sprintf(fdeploy, overrides("replace", "spec/replicas", "3")),
 			"spec.overrides[0].clusterOverrides[0].path", "should match"},
 		{"two overrides for one cluster", fmt.Sprintf(fdeploy, "  overrides:\n  - clusterName: cluster1\n  - clusterName: cluster1"),
@@ -108,9 +114,9 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"placement cluster name not a DNS label", fmt.Sprintf(fdeploy, "  placement: {clusters: [{name: Cluster_1}]}"),
 			"spec.placement.clusters[0].name", "should match"},
 		{"cluster selector with an unknown operator", fmt.Sprintf(fdeploy, "  placement: {clusterSelector: {matchExpressions: [{key: region, operator: Equals, values: [eu]}]}}"),
-			"spec.placement.clusterSelector", "operator must be In, NotIn, Exists or DoesNotExist"},
+			"spec.placement.clusterSelector.matchExpressions[0].operator", `Unsupported value: "Equals"`},
 		{"cluster selector In without values", fmt.Sprintf(fdeploy, "  placement: {clusterSelector: {matchExpressions: [{key: region, operator: In}]}}"),
-			"spec.placement.clusterSelector", "values must be non-empty for In and NotIn"},
+			"spec.placement.clusterSelector.matchExpressions[0].values", "values must be non-empty for operator In and NotIn"},
 		{"override cluster name not a DNS label", fmt.Sprintf(fdeploy, "  overrides: [{clusterName: cluster.one}]"),
 			"spec.overrides[0].clusterName", "should match"},
 		{"template without a selector", strings.Replace(fmt.Sprintf(fdeploy, ""), "selector: {matchLabels: {app: web}}", "replicas: 1", 1),
@@ -124,14 +130,16 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 		{"unknown sync mode", fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "syncMode: Sideways"),
 			"spec.syncMode", `Unsupported value: "Sideways"`},
 		{"push cluster without credentials", strings.Replace(fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "syncMode: Push"), "secretRef: {name: cluster1-secret}", "region: eu", 1),
-			"spec", "spec.secretRef is required when spec.syncMode is Push"},
+			"spec.secretRef", "spec.secretRef is required when spec.syncMode is Push"},
 		{"caBundle not base64", fmt.Sprintf(fcluster, "cluster1", "https://10.0.0.1:6443", "caBundle: '%%%'"),
 			"spec.caBundle", "must be of type byte"},
 		{"type config named after another type", fmt.Sprintf(ftc, "deployment", ""),
 			"metadata.name", "must be <spec.targetType.pluralName>.<spec.targetType.group>"},
 		{"type config namespaced disagreeing with scope", fmt.Sprintf(ftc, "deployments.apps", "namespaced: false"),
-			"spec", "spec.namespaced must agree with spec.targetType.scope"},
-		{"type config with unknown propagation", fmt.Sprintf(ftc, "deployments.apps", "statusCollection: Sometimes"),
+			"spec.namespaced", "spec.namespaced must agree with spec.targetType.scope"},
+		{"type config whose federated type has another scope", strings.Replace(fmt.Sprintf(ftc, "deployments.apps", ""), "pluralName: federateddeployments, scope: Namespaced", "pluralName: federateddeployments, scope: Cluster", 1),
+			"spec.federatedType.scope", "must equal spec.targetType.scope"},
+		{"type config with unknown status collection mode", fmt.Sprintf(ftc, "deployments.apps", "statusCollection: Sometimes"),
 			"spec.statusCollection", `Unsupported value: "Sometimes"`},
 		{"replica preference with max below min", fmt.Sprintf(rsp, 10, "cluster1: {minReplicas: 3, maxReplicas: 2}"),
 			"spec.clusters[cluster1]", "maxReplicas must not be less than minReplicas"},
@@ -192,4 +200,114 @@ func decode(t *testing.T, manifest string) *unstructured.Unstructured {
 		t.Fatalf("decoding test manifest: %v\n%s", err, manifest)
 	}
 	return obj
+}
+
+// TestValidObjectsAreAccepted checks that the validation refuses only what
+// is wrong: KubeFed's shapes and every documented form are accepted.
+func TestValidObjectsAreAccepted(t *testing.T) {
+	t.Parallel()
+	c := hostClient(t)
+	ns := testNamespace(t, c)
+	tests := []struct {
+		name     string
+		manifest string
+		// emptyPlacement: the object says clusters: [] (no cluster),
+		// which must be stored as it is, not dropped.
+		emptyPlacement bool
+	}{
+		{name: "KubeFed type config for a core kind, without a group", manifest: `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata: {name: configmaps}
+spec:
+  federatedType: {group: types.kubefed.io, kind: FederatedConfigMap, pluralName: federatedconfigmaps, scope: Namespaced, version: v1beta1}
+  propagation: Enabled
+  targetType: {kind: ConfigMap, pluralName: configmaps, scope: Namespaced, version: v1}`},
+		{name: "KubeFed type config for namespaces", manifest: `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata: {name: namespaces}
+spec:
+  federatedType: {group: types.kubefed.io, kind: FederatedNamespace, pluralName: federatednamespaces, scope: Namespaced, version: v1beta1}
+  propagation: Enabled
+  targetType: {kind: Namespace, pluralName: namespaces, scope: Cluster, version: v1}`},
+		{name: "type config with namespaced and status fields", manifest: `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata: {name: replicasets.apps}
+spec:
+  targetType: {group: apps, version: v1, kind: ReplicaSet, pluralName: replicasets, scope: Namespaced}
+  namespaced: true
+  federatedType: {group: types.kubefed.io, version: v1beta1, kind: FederatedReplicaSet, pluralName: federatedreplicasets, scope: Namespaced}
+  statusType: {group: types.kubefed.io, version: v1beta1, kind: FederatedReplicaSetStatus, pluralName: federatedreplicasetstatuses, scope: Namespaced}
+  statusCollection: Enabled`},
+		{name: "push cluster", manifest: `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedCluster
+metadata: {name: accepted-push}
+spec:
+  apiEndpoint: https://10.0.0.1:6443
+  caBundle: ` + "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t" + `
+  secretRef: {name: accepted-push}
+  region: eu-west-1
+  zones: [eu-west-1a, eu-west-1b]`},
+		{name: "pull cluster without credentials", manifest: `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedCluster
+metadata: {name: accepted-pull}
+spec: {apiEndpoint: "https://member.example.com", syncMode: Pull}`},
+		{name: "replica preference with a default for every cluster", manifest: `
+apiVersion: scheduling.kubefed.io/v1alpha1
+kind: ReplicaSchedulingPreference
+metadata: {name: accepted, namespace: ` + ns + `}
+spec:
+  targetKind: FederatedDeployment
+  totalReplicas: 9
+  clusters:
+    "*": {weight: 1}
+    cluster1: {minReplicas: 2, maxReplicas: 2, weight: 2}`},
+		{name: "deployment placed on no cluster, with a selector and allowed overrides", manifest: `
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: accepted, namespace: ` + ns + `}
+spec:
+  template:
+    metadata: {name: accepted, labels: {app: web}}
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web, tier: front}}
+        spec:
+          containers: [{name: web, image: nginx}]
+  placement:
+    clusters: []
+    clusterSelector:
+      matchExpressions:
+      - {key: region, operator: In, values: [eu-west-1]}
+      - {key: gpu, operator: DoesNotExist}
+  overrides:
+  - clusterName: cluster1
+    clusterOverrides:
+    - {path: /metadata/labels/tier, op: add, value: edge}
+    - {path: /metadata/annotations, op: add, value: {owner: team-a}}
+    - {path: /spec/template/spec/containers/0/image, value: "nginx:1.27"}
+    - {path: /spec/replicas, op: remove}`, emptyPlacement: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			obj := decode(t, tt.manifest)
+			if err := c.Create(t.Context(), obj); err != nil {
+				t.Fatalf("the host refused a valid object: %v", err)
+			}
+			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+			if !tt.emptyPlacement {
+				return
+			}
+			got := readBack(t, c, obj)
+			if clusters, found, _ := unstructured.NestedSlice(got.Object, "spec", "placement", "clusters"); !found || len(clusters) != 0 {
+				t.Errorf("an empty placement list must be kept (it means no cluster); read back %v (found %v)", clusters, found)
+			}
+		})
+	}
 }

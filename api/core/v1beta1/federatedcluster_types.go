@@ -27,7 +27,7 @@ type LocalSecretReference struct {
 }
 
 // FederatedClusterSpec is how the control plane reaches a member cluster.
-// +kubebuilder:validation:XValidation:rule="self.syncMode == 'Pull' || has(self.secretRef)",message="spec.secretRef is required when spec.syncMode is Push: the host needs credentials to write to the member"
+// +kubebuilder:validation:XValidation:rule="self.syncMode == 'Pull' || has(self.secretRef)",fieldPath=".secretRef",message="spec.secretRef is required when spec.syncMode is Push: the host needs credentials to write to the member"
 type FederatedClusterSpec struct {
 	// APIEndpoint is the member's API server URL; it must use https.
 	// +kubebuilder:validation:MaxLength=2048

@@ -68,8 +68,8 @@ type APIResource struct {
 }
 
 // FederatedTypeConfigSpec enables federation of one target kind.
-// +kubebuilder:validation:XValidation:rule="!has(self.namespaced) || self.namespaced == (self.targetType.scope == 'Namespaced')",message="spec.namespaced must agree with spec.targetType.scope"
-// +kubebuilder:validation:XValidation:rule="self.federatedType.scope == self.targetType.scope || self.targetType.kind == 'Namespace'",message="spec.federatedType.scope must equal spec.targetType.scope (only FederatedNamespace, which lives in its own namespace, differs)"
+// +kubebuilder:validation:XValidation:rule="!has(self.namespaced) || self.namespaced == (self.targetType.scope == 'Namespaced')",fieldPath=".namespaced",message="spec.namespaced must agree with spec.targetType.scope"
+// +kubebuilder:validation:XValidation:rule="self.federatedType.scope == self.targetType.scope || self.targetType.kind == 'Namespace'",fieldPath=".federatedType.scope",message="spec.federatedType.scope must equal spec.targetType.scope (only FederatedNamespace, which lives in its own namespace, differs)"
 type FederatedTypeConfigSpec struct {
 	// TargetType is the kind written to member clusters.
 	TargetType APIResource `json:"targetType"`
@@ -131,7 +131,7 @@ type FederatedTypeConfigStatus struct {
 // +kubebuilder:printcolumn:name="Propagation",type=string,JSONPath=`.spec.propagation`
 // +kubebuilder:printcolumn:name="Controller",type=string,JSONPath=`.status.propagationController`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="self.metadata.name == (size(self.spec.targetType.group) == 0 ? self.spec.targetType.pluralName : self.spec.targetType.pluralName + '.' + self.spec.targetType.group)",message="metadata.name must be <spec.targetType.pluralName>.<spec.targetType.group> (just the plural name for the core group), for example deployments.apps"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == (has(self.spec.targetType.group) && size(self.spec.targetType.group) > 0 ? self.spec.targetType.pluralName + '.' + self.spec.targetType.group : self.spec.targetType.pluralName)",message="metadata.name must be <spec.targetType.pluralName>.<spec.targetType.group> (just the plural name for the core group), for example deployments.apps"
 type FederatedTypeConfig struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

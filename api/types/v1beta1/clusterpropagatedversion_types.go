@@ -146,6 +146,11 @@ type ClusterPropagatedVersionStatus struct {
 	// +optional
 	ClusterVersions []ClusterVersion `json:"clusterVersions,omitempty"`
 
+	// ClusterCount counts the clusters in spec.clusters.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ClusterCount *int32 `json:"clusterCount,omitempty"`
+
 	// DriftedClusters counts the clusters whose state is not InSync.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
@@ -173,7 +178,7 @@ const (
 // +kubebuilder:resource:shortName=cpv,categories=fedwarden
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.status.templateVersion`
 // +kubebuilder:printcolumn:name="Override",type=string,JSONPath=`.status.overrideVersion`
-// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.spec.clusters[*].name`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterPropagatedVersion struct {

@@ -8,23 +8,61 @@ import (
 // The parts every Federated<Kind> shares: placement, overrides and status.
 
 // Placement says which member clusters receive the resource. Clusters, when
-// present, wins; an empty list means no cluster, as in KubeFed. Without
-// clusters, ClusterSelector selects FederatedClusters by label.
+// present, wins; an empty list means no cluster, as in KubeFed (so the field
+// is omitted only when nil, never when empty). Without clusters,
+// ClusterSelector selects FederatedClusters by label.
 type Placement struct {
 	// Clusters names the member clusters, each once.
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
-	Clusters []PlacementCluster `json:"clusters,omitempty"`
+	Clusters []PlacementCluster `json:"clusters,omitzero"`
 
 	// ClusterSelector selects FederatedClusters by label when clusters is
 	// absent.
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="matchExpressions operator must be In, NotIn, Exists or DoesNotExist"
-	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="matchExpressions values must be non-empty for In and NotIn, and empty for Exists and DoesNotExist"
 	// +optional
-	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
 }
+
+// ClusterSelector selects FederatedClusters by their labels. It has the
+// shape of a Kubernetes label selector (AsSelector converts it), with bounds
+// that let admission check it.
+type ClusterSelector struct {
+	// MatchLabels selects clusters that have every one of these labels.
+	// +kubebuilder:validation:MaxProperties=64
+	// +optional
+	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+
+	// MatchExpressions selects clusters that satisfy every expression.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	MatchExpressions []ClusterSelectorRequirement `json:"matchExpressions,omitempty"`
+}
+
+// ClusterSelectorRequirement is one expression of a ClusterSelector.
+// +kubebuilder:validation:XValidation:rule="(self.operator in ['In', 'NotIn']) == (has(self.values) && size(self.values) > 0)",fieldPath=".values",message="values must be non-empty for operator In and NotIn, and empty for Exists and DoesNotExist"
+type ClusterSelectorRequirement struct {
+	// Key is the label key.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	Key string `json:"key"`
+
+	// Operator relates the key to the values.
+	Operator SelectorOperator `json:"operator"`
+
+	// Values for In and NotIn.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+}
+
+// SelectorOperator relates a label key to values.
+// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist
+type SelectorOperator string
 
 // PlacementCluster names one member cluster.
 type PlacementCluster struct {
@@ -44,7 +82,7 @@ type ClusterOverride struct {
 	ClusterName ClusterName `json:"clusterName"`
 
 	// ClusterOverrides are applied in order, as a JSON Patch (RFC 6902).
-	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	ClusterOverrides []Override `json:"clusterOverrides,omitempty"`
 }
@@ -63,8 +101,8 @@ const (
 )
 
 // Override is one JSON Patch operation on the rendered object.
-// +kubebuilder:validation:XValidation:rule="!(self.path in ['/metadata', '/metadata/name', '/metadata/namespace', '/metadata/generateName', '/kind', '/apiVersion'])",message="path must not change the object's identity: /metadata/name, /metadata/namespace, /metadata/generateName, /kind, /apiVersion and /metadata as a whole cannot be overridden"
-// +kubebuilder:validation:XValidation:rule="self.path != '/status' && !self.path.startsWith('/status/')",message="path must not be under /status: status belongs to the member cluster and is never propagated"
+// +kubebuilder:validation:XValidation:rule="!(self.path in ['/metadata', '/kind', '/apiVersion']) && !['/metadata/name', '/metadata/namespace', '/metadata/generateName', '/metadata/uid', '/metadata/resourceVersion', '/metadata/generation', '/metadata/creationTimestamp', '/metadata/deletionTimestamp', '/metadata/deletionGracePeriodSeconds', '/metadata/managedFields', '/metadata/selfLink'].exists(p, self.path == p || self.path.startsWith(p + '/'))",fieldPath=".path",message="path must not change the object's identity or the metadata its API server sets: /metadata/name, /metadata/namespace, /metadata/generateName, /kind, /apiVersion, /metadata as a whole, and uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, managedFields cannot be overridden"
+// +kubebuilder:validation:XValidation:rule="self.path != '/status' && !self.path.startsWith('/status/')",fieldPath=".path",message="path must not be under /status: status belongs to the member cluster and is never propagated"
 type Override struct {
 	// Op is add, replace or remove; empty means replace.
 	// +optional
@@ -73,7 +111,7 @@ type Override struct {
 	// Path is a JSON pointer into the rendered object, for example
 	// /spec/replicas.
 	// +kubebuilder:validation:MinLength=2
-	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:MaxLength=256
 	// +kubebuilder:validation:Pattern=`^(/([^~]|~[01])*)+$`
 	Path string `json:"path"`
 
@@ -97,6 +135,11 @@ type FederatedStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ClusterCount counts the clusters the resource is placed on.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ClusterCount *int32 `json:"clusterCount,omitempty"`
 
 	// Clusters the resource is placed on, with how propagation went there.
 	// +listType=map

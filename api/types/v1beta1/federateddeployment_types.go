@@ -36,10 +36,11 @@ type FederatedDeploymentSpec struct {
 
 // FederatedDeployment places a Deployment on member clusters.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.template) || !has(self.spec.template.metadata) || !has(self.spec.template.metadata.name) || self.spec.template.metadata.name == self.metadata.name",fieldPath=".spec.template.metadata.name",message="spec.template.metadata.name must be empty or the FederatedDeployment's name: member objects take its name"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=fdeploy,categories=fedwarden;federated
-// +kubebuilder:printcolumn:name="Clusters",type=string,JSONPath=`.status.clusters[*].name`
+// +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Propagated",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FederatedDeployment struct {
