@@ -13,15 +13,13 @@ all: build
 build:
 	go build -o $(BIN)/fedwarden ./cmd/fedwarden
 
-## tools: build the pinned kube-apiserver, etcd and controller-gen into bin/ (only when their pin changed)
+## tools: build the pinned kube-apiserver, kube-controller-manager, etcd and controller-gen into bin/ (only when their pin changed)
 tools:
 	hack/tools/build.sh
 
-$(CONTROLLER_GEN):
+## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes)
+generate:
 	hack/tools/build.sh controller-gen
-
-## generate: deepcopy code and CRDs from the types under api/
-generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases

@@ -51,7 +51,7 @@ build() {
 	fi
 	echo "building bin/$name"
 	if [[ ${module[$name]} == kubernetes ]]; then
-		echo "(the first Kubernetes build takes 10-17 minutes on 2 cores)"
+		echo "(a cold build of kube-apiserver takes about 15 minutes on 2 cores, kube-controller-manager 6 more)"
 	fi
 	local start=$SECONDS
 	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$flags" -o "$bin/$name.tmp" "${package[$name]}")

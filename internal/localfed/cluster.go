@@ -63,16 +63,36 @@ func startCluster(ctx context.Context, e *env, root, name string) (*Cluster, err
 		return nil, fmt.Errorf("writing certificates of %s: %w", name, err)
 	}
 	c.CAData = c.pki.servingCA.certPEM
+	return c, c.serve(ctx, true)
+}
+
+// serve starts the kube-apiserver and waits until it is ready, then the
+// controller-manager if it does not run. When the port turns out to be
+// taken, it tries again: on a new port when rebind is set (a new cluster),
+// else on the same port after a pause (a restart, whose clients know the port).
+func (c *Cluster) serve(ctx context.Context, rebind bool) error {
 	for attempt := 1; ; attempt++ {
-		if err := c.bind(); err != nil {
-			return c, err
+		if rebind {
+			if err := c.bind(); err != nil {
+				return err
+			}
 		}
 		err := c.launch(ctx)
 		if err == nil {
-			return c, c.startControllerManager(ctx)
+			return c.startControllerManager(ctx)
 		}
 		if !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
-			return c, err
+			return err
+		}
+		if rebind {
+			continue
+		}
+		// The port is still held, by a connection of the previous process
+		// or by another program: give it time to go.
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(attempt) * time.Second):
 		}
 	}
 }
@@ -167,25 +187,14 @@ func (c *Cluster) Restart(ctx context.Context) error {
 			return fmt.Errorf("restarting %s: %w", c.Name, err)
 		}
 	}
-	for attempt := 1; ; attempt++ {
-		err := c.launch(ctx)
-		if err == nil {
-			return c.startControllerManager(ctx)
-		}
-		if !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
-			return err
-		}
-		// The port is still held, by a connection of the previous process
-		// or by another program: give it time to go.
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("restarting %s: %w", c.Name, errors.Join(err, ctx.Err()))
-		case <-time.After(time.Duration(attempt) * time.Second):
-		}
+	if err := c.serve(ctx, false); err != nil {
+		return fmt.Errorf("restarting %s: %w", c.Name, err)
 	}
+	return nil
 }
 
-// shutdown stops the kube-apiserver for good, killing it after grace.
+// shutdown stops the controller-manager and the kube-apiserver for good,
+// killing them after grace.
 func (c *Cluster) shutdown(grace time.Duration) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()

@@ -29,6 +29,10 @@ var DefaultControllers = []string{
 	"resourcequota-controller",
 }
 
+// readinessController is the controller whose work shows that
+// kube-controller-manager runs: it creates the default ServiceAccount.
+const readinessController = "serviceaccount-controller"
+
 // controllerManagerUser is the identity the bootstrap RBAC policy of
 // kube-apiserver grants what kube-controller-manager needs; each controller
 // then works with its own ServiceAccount's rights.
@@ -81,9 +85,6 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 		return err
 	}
 	c.cm = p
-	if !c.env.wants("serviceaccount-controller") {
-		return nil
-	}
 	if err := c.waitDefaultServiceAccount(ctx, p); err != nil {
 		return errors.Join(err, p.kill())
 	}

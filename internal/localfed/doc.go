@@ -1,10 +1,11 @@
 // Package localfed runs a throw-away Fedwarden federation on the local
 // machine: one etcd, a host kube-apiserver and any number of member
-// kube-apiservers, all real processes listening on 127.0.0.1, with
-// Fedwarden's CRDs installed into the host.
+// kube-apiservers, each with its kube-controller-manager, all real
+// processes, with Fedwarden's CRDs installed into the host. The
+// kube-apiservers listen on 127.0.0.1; etcd listens only on unix sockets in
+// the federation's private directory.
 //
-// It is the test bed of every integration and end-to-end test, and the engine
-// behind `fedwarden up`.
+// It is the test bed of every integration and end-to-end test.
 //
 // # Usage
 //
@@ -24,7 +25,8 @@
 // from bin/ at the root of the Fedwarden module (built by
 // hack/tools/build.sh). Every cluster gets its own directory under
 // Federation.Dir holding its certificates, a kubeconfig whose context is
-// named after the cluster, and apiserver.log (unless WithLogOutput is used).
+// named after the cluster, and apiserver.log and controller-manager.log
+// (unless WithLogOutput is used).
 //
 // # Trade-offs
 //
@@ -39,13 +41,16 @@
 //     filled in and Deployments get status. There is no scheduler and no
 //     kubelet: Pods are stored but never run. WithControllers changes the
 //     list; with none, no kube-controller-manager runs.
-//   - Ports are asked from the kernel and released before the process binds
-//     them, so another program can take one in between; Start then retries
-//     with fresh ports, and Restart retries the same port for a while.
-//   - Every process runs in its own process group (a Ctrl-C in a terminal
-//     reaches only the parent, which stops the apiservers before etcd) and,
-//     on Linux, is killed by the kernel when the process that started it
-//     dies, so a crashed test leaves nothing behind.
+//   - kube-apiserver ports are asked from the kernel and released before the
+//     process binds them, so another program can take one in between; Start
+//     then retries with fresh ports, and Restart retries the same port for a
+//     while. etcd avoids the race, and other local users, by listening on
+//     unix sockets in a directory only its owner can enter.
+//   - Every process runs in its own process group, so that a Ctrl-C in a
+//     terminal reaches only the program that started them, and, on Linux,
+//     is killed by the kernel when that program dies, so that a crashed
+//     test leaves nothing behind. Stop ends them in order: controller-
+//     managers and kube-apiservers, then etcd.
 //   - etcd runs with --unsafe-no-fsync: much faster, but a machine crash may
 //     lose the last writes. Nothing here survives Stop anyway.
 //   - Certificates are ECDSA P-256, generated for each Start; they are valid

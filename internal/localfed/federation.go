@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 )
@@ -106,11 +105,17 @@ func (f *Federation) start(ctx context.Context, e *env, members []string) error 
 // startClusters starts a cluster per name, all at once. The clusters that
 // could be created are returned even on error, so that they can be stopped.
 func startClusters(ctx context.Context, e *env, root string, names []string) ([]*Cluster, error) {
+	ctx, cancel := context.WithCancel(ctx) // the first failure stops the others waiting
+	defer cancel()
 	clusters := make([]*Cluster, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		wg.Go(func() { clusters[i], errs[i] = startCluster(ctx, e, root, name) })
+		wg.Go(func() {
+			if clusters[i], errs[i] = startCluster(ctx, e, root, name); errs[i] != nil {
+				cancel()
+			}
+		})
 	}
 	wg.Wait()
 	return clusters, errors.Join(errs...)
@@ -166,9 +171,4 @@ func (f *Federation) stop() error {
 		return fmt.Errorf("stopping the local federation: %w", err)
 	}
 	return nil
-}
-
-// wants reports whether kube-controller-manager runs the controller.
-func (e *env) wants(controller string) bool {
-	return slices.Contains(e.controllers, controller)
 }

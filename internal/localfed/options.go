@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,8 @@ func WithMemberNames(names ...string) Option {
 	return func(o *options) { o.memberNames = append([]string(nil), names...) }
 }
 
-// WithBinDir sets the directory holding the etcd and kube-apiserver binaries
-// (default: $FEDWARDEN_BIN_DIR, else bin/ at the root of the Fedwarden module).
+// WithBinDir sets the directory holding the etcd, kube-apiserver and
+// kube-controller-manager binaries (default: $FEDWARDEN_BIN_DIR, else bin/ at the root of the Fedwarden module).
 func WithBinDir(dir string) Option {
 	return func(o *options) { o.binDir = dir }
 }
@@ -59,7 +60,8 @@ func WithDataDir(dir string) Option {
 
 // WithLogOutput sends the output of every process to w, each line prefixed
 // with the process name. By default each process writes to a file in its
-// directory: <dir>/<cluster>/apiserver.log and <dir>/etcd/etcd.log.
+// directory: <dir>/<cluster>/apiserver.log, <dir>/<cluster>/controller-manager.log
+// and <dir>/etcd/etcd.log.
 func WithLogOutput(w io.Writer) Option {
 	return func(o *options) { o.logOutput = w }
 }
@@ -77,14 +79,16 @@ func WithStopGracePeriod(d time.Duration) Option {
 }
 
 // WithControllers sets the kube-controller-manager controllers each cluster
-// runs (default DefaultControllers); with none, no kube-controller-manager
-// runs and its binary is not needed.
+// runs (default DefaultControllers). A non-empty list must hold
+// serviceaccount-controller: Start waits until it has created the default
+// ServiceAccount to know that kube-controller-manager works. With none, no
+// kube-controller-manager runs and its binary is not needed.
 func WithControllers(names ...string) Option {
-	return func(o *options) { o.controllers = append([]string{}, names...) }
+	return func(o *options) { o.controllers = slices.Clone(names) }
 }
 
 func newOptions(opts []Option) (*options, error) {
-	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod, controllers: DefaultControllers}
+	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod, controllers: slices.Clone(DefaultControllers)}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -93,6 +97,9 @@ func newOptions(opts []Option) (*options, error) {
 		return nil, err
 	}
 	o.memberNames = names[1:]
+	if len(o.controllers) > 0 && !slices.Contains(o.controllers, readinessController) {
+		return nil, fmt.Errorf("controllers %v lack %s, which tells when kube-controller-manager works", o.controllers, readinessController)
+	}
 	if o.startTimeout <= 0 || o.stopGracePeriod <= 0 {
 		return nil, errors.New("start timeout and stop grace period must be positive")
 	}

@@ -82,3 +82,26 @@ func TestTailBuffer(t *testing.T) {
 		t.Errorf("after a big write: lastLines(1) = %q, %d bytes kept", got, len(tb.buf))
 	}
 }
+
+func TestControllersMustShowReadiness(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		opts    []Option
+		wantErr bool
+	}{
+		{name: "default", opts: nil},
+		{name: "none", opts: []Option{WithControllers()}},
+		{name: "with the ServiceAccount controller", opts: []Option{WithControllers("serviceaccount-controller", "garbage-collector-controller")}},
+		{name: "without it", opts: []Option{WithControllers("garbage-collector-controller")}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := newOptions(tt.opts)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("newOptions: %v, want error %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -11,6 +11,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
+// TestKillAndRestartKeepsObjects is the crash a user's member cluster can
+// have: its API server dies, clients are refused, and when it is back, with
+// the same endpoint and credentials, what it stored is still there. (The
+// shared etcd keeps running; losing a member's storage is not simulated.)
 func TestKillAndRestartKeepsObjects(t *testing.T) {
 	t.Parallel()
 	fed := startFederation(t, WithMembers(1))
