@@ -54,7 +54,7 @@ build() {
 		echo "(a cold build of kube-apiserver takes about 15 minutes on 2 cores, kube-controller-manager 6 more)"
 	fi
 	local start=$SECONDS
-	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -ldflags="$flags" -o "$bin/$name.tmp" "${package[$name]}")
+	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="$flags" -o "$bin/$name.tmp" "${package[$name]}")
 	mv "$bin/$name.tmp" "$bin/$name"
 	echo "$want" >"$stamp"
 	echo "built bin/$name in $((SECONDS - start))s"
