@@ -18,8 +18,16 @@ const (
 	ReasonClusterReady = "ClusterReady"
 	// ReasonClusterNotReady: the API server answered, but not ready.
 	ReasonClusterNotReady = "ClusterNotReady"
-	// ReasonClusterUnreachable: the API server did not answer in time.
+	// ReasonClusterUnreachable: the API server did not answer in time, or
+	// refused the connection, as many probes in a row as the failure
+	// threshold.
 	ReasonClusterUnreachable = "ClusterUnreachable"
+	// ReasonCertificateUntrusted: the API server answered with a certificate
+	// that the CA bundle does not verify.
+	ReasonCertificateUntrusted = "CertificateUntrusted"
+	// ReasonCredentialsRejected: the API server refused the token (401), for
+	// example because its ServiceAccount or token Secret was deleted.
+	ReasonCredentialsRejected = "CredentialsRejected"
 	// ReasonClusterReachable: the API server answered.
 	ReasonClusterReachable = "ClusterReachable"
 	// ReasonConfigValid: the connection settings could be built into a client.
@@ -30,10 +38,15 @@ const (
 	ReasonSecretMalformed = "SecretMalformed"
 	// ReasonCABundleMalformed: spec.caBundle holds no PEM certificate.
 	ReasonCABundleMalformed = "CABundleMalformed"
+	// ReasonAgentNotSeen: no agent of a Pull cluster has renewed its Lease.
+	ReasonAgentNotSeen = "AgentNotSeen"
 	// ReasonAgentLeaseExpired: a Pull cluster's agent stopped renewing its Lease.
 	ReasonAgentLeaseExpired = "AgentLeaseExpired"
 	// ReasonProbing: the first probe has not finished yet.
 	ReasonProbing = "Probing"
+	// ReasonNotProbed: the cluster is not probed, because its connection
+	// settings are malformed.
+	ReasonNotProbed = "NotProbed"
 )
 
 // Condition types and reasons of a FederatedTypeConfig.

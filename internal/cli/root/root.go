@@ -2,12 +2,17 @@
 package root
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
 )
@@ -26,16 +31,28 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
 	cmd.SetErr(s.ErrOut)
-	cmd.AddCommand(version.NewCommand(s))
+	cmd.AddCommand(
+		controllermanager.NewCommand(s),
+		version.NewCommand(s),
+	)
 	return cmd
 }
 
 // Execute runs the command line args and returns the process exit code:
 // 0 on success, the code of an ExitError, or 1 for any other error.
+// SIGINT and SIGTERM cancel the command's context, so that long-running
+// commands stop cleanly.
 func Execute(args []string, in io.Reader, out, errOut io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return ExecuteContext(ctx, args, in, out, errOut)
+}
+
+// ExecuteContext is Execute with the caller's context.
+func ExecuteContext(ctx context.Context, args []string, in io.Reader, out, errOut io.Writer) int {
 	cmd := NewCommand(streams.IO{In: in, Out: out, ErrOut: errOut})
 	cmd.SetArgs(args)
-	err := cmd.Execute()
+	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return 0
 	}

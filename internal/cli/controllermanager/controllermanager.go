@@ -1,0 +1,225 @@
+// Package controllermanager implements `fedwarden controller-manager`: the
+// host-side controllers in one controller-runtime manager, with leader
+// election, Prometheus metrics and health endpoints.
+package controllermanager
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cluster"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+)
+
+// options are the command's flags.
+type options struct {
+	kubeconfig     string
+	context        string
+	namespace      string
+	metricsAddr    string
+	probeAddr      string
+	leaderElect    bool
+	leaderElectID  string
+	hostQPS        float32
+	hostBurst      int
+	memberQPS      float32
+	memberBurst    int
+	health         cluster.Options
+	zap            zap.Options
+	startupTimeout time.Duration
+}
+
+// NewCommand returns `fedwarden controller-manager`.
+func NewCommand(s streams.IO) *cobra.Command {
+	o := &options{
+		namespace: corev1beta1.DefaultFederationNamespace,
+		health: cluster.Options{
+			Period:     10 * time.Second,
+			Timeout:    3 * time.Second,
+			Thresholds: cluster.Thresholds{Failure: 3, Success: 1},
+			Workers:    8,
+		},
+		zap: zap.Options{DestWriter: s.ErrOut},
+	}
+	cmd := &cobra.Command{
+		Use:   "controller-manager",
+		Short: "Run the host-side controllers (cluster health; more as they land)",
+		Long: "Runs Fedwarden's host-side controllers against the host cluster: today the\n" +
+			"cluster health controller, which probes every member's /readyz (falling back to\n" +
+			"/healthz) and keeps the FederatedCluster conditions Ready, Offline and\n" +
+			"ConfigMalformed and status.kubernetesVersion, writing status only when they change.\n\n" +
+			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
+			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return &streams.ExitError{Code: 2, Err: err}
+			}
+			return run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the host cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringVar(&o.context, "context", "", "kubeconfig context of the host cluster (default: the current context)")
+	f.StringVar(&o.namespace, "namespace", o.namespace, "control-plane namespace: member credential Secrets and the leader-election Lease live here")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint; 0 disables it")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
+	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
+	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
+	f.Float32Var(&o.hostQPS, "kube-api-qps", 50, "queries per second towards the host API server")
+	f.IntVar(&o.hostBurst, "kube-api-burst", 100, "burst of queries towards the host API server")
+	f.Float32Var(&o.memberQPS, "member-api-qps", 20, "queries per second towards each member API server")
+	f.IntVar(&o.memberBurst, "member-api-burst", 40, "burst of queries towards each member API server")
+	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
+	f.DurationVar(&o.health.Timeout, "cluster-health-timeout", o.health.Timeout, "timeout of one health probe")
+	f.IntVar(&o.health.Thresholds.Failure, "cluster-health-failure-threshold", o.health.Thresholds.Failure, "failed probes in a row before a Ready cluster is marked not Ready")
+	f.IntVar(&o.health.Thresholds.Success, "cluster-health-success-threshold", o.health.Thresholds.Success, "successful probes in a row before a not-Ready cluster is marked Ready")
+	f.IntVar(&o.health.Workers, "cluster-health-workers", o.health.Workers, "clusters probed at the same time")
+	f.DurationVar(&o.startupTimeout, "startup-timeout", 30*time.Second, "how long to try reaching the host at start-up")
+	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
+	o.zap.BindFlags(zapFlags)
+	f.AddGoFlagSet(zapFlags)
+	return cmd
+}
+
+func (o *options) validate() error {
+	o.health.Namespace = o.namespace
+	if err := o.health.Validate(); err != nil {
+		return fmt.Errorf("cluster health flags: %w", err)
+	}
+	if o.hostQPS <= 0 || o.hostBurst < 1 || o.memberQPS <= 0 || o.memberBurst < 1 {
+		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
+	}
+	return nil
+}
+
+func run(ctx context.Context, o *options) error {
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	cfg, err := hostConfig(o)
+	if err != nil {
+		return err
+	}
+	scheme, err := newScheme()
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, cfg, scheme, o); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:        o.probeAddr,
+		LeaderElection:                o.leaderElect,
+		LeaderElectionID:              o.leaderElectID,
+		LeaderElectionNamespace:       o.namespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only the control-plane namespace's Secrets: the credentials.
+			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := setupControllers(mgr, o); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	ctrl.Log.Info("Starting the controller manager", "namespace", o.namespace, "leaderElection", o.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the controller manager: %w", err)
+	}
+	return nil
+}
+
+func setupControllers(mgr ctrl.Manager, o *options) error {
+	members := clustercache.New(clustercache.Options{
+		QPS:       o.memberQPS,
+		Burst:     o.memberBurst,
+		UserAgent: "fedwarden-controller-manager",
+	})
+	health := cluster.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(cluster.ControllerName), o.health)
+	if err := health.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", cluster.ControllerName, err)
+	}
+	return nil
+}
+
+func hostConfig(o *options) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading the host kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.hostQPS, o.hostBurst
+	cfg.UserAgent = "fedwarden-controller-manager"
+	return cfg, nil
+}
+
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// ensureNamespace creates the control-plane namespace if it is missing: the
+// leader-election Lease lives there. It retries until the host answers or
+// the start-up timeout passes.
+func ensureNamespace(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o *options) error {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating the host client: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.startupTimeout)
+	defer cancel()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.namespace}}
+	for {
+		err = c.Create(ctx, ns)
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		if apierrors.IsForbidden(err) {
+			// Without the right to create namespaces, it has to exist already.
+			if err := c.Get(ctx, client.ObjectKeyFromObject(ns), ns); err == nil {
+				return nil
+			}
+			return fmt.Errorf("the control-plane namespace %s does not exist and may not be created: %w", o.namespace, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("reaching the host API server: %w", err)
+		case <-time.After(time.Second):
+		}
+	}
+}

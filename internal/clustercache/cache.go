@@ -1,0 +1,150 @@
+package clustercache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// ErrClusterNotConnected is returned for a cluster the cache has no clients
+// for: not joined, settings malformed, a Pull cluster, or not visited yet.
+var ErrClusterNotConnected = errors.New("cluster not connected")
+
+// Member is the set of clients of one member cluster. It never changes once
+// built; a change of settings builds a new Member.
+type Member struct {
+	// Name is the FederatedCluster's name.
+	Name string
+	// Config authenticates with the member's token and verifies its CA.
+	Config *rest.Config
+	// Kube is a typed clientset.
+	Kube kubernetes.Interface
+	// Dynamic reaches any resource the member serves.
+	Dynamic dynamic.Interface
+	// Informers is shared by the controllers that watch this member; start
+	// it with Context().Done().
+	Informers dynamicinformer.DynamicSharedInformerFactory
+
+	key    string
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Context ends when the member's clients are rebuilt or removed.
+func (m *Member) Context() context.Context { return m.ctx }
+
+// Options tune the clients the cache builds.
+type Options struct {
+	// QPS and Burst are the client-side rate limits towards each member.
+	QPS   float32
+	Burst int
+	// UserAgent is sent with every request to a member.
+	UserAgent string
+	// ResyncPeriod of the informer factories; 0 disables periodic resyncs.
+	ResyncPeriod time.Duration
+}
+
+// Cache holds the clients of every connected member. It is safe for
+// concurrent use.
+type Cache struct {
+	opts    Options
+	mu      sync.RWMutex
+	members map[string]*Member
+}
+
+// New returns an empty cache.
+func New(opts Options) *Cache {
+	return &Cache{opts: opts, members: map[string]*Member{}}
+}
+
+// Get returns the clients of the named cluster, or an error wrapping
+// ErrClusterNotConnected.
+func (c *Cache) Get(name string) (*Member, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if m, ok := c.members[name]; ok {
+		return m, nil
+	}
+	return nil, fmt.Errorf("cluster %s: %w", name, ErrClusterNotConnected)
+}
+
+// Names returns the names of the connected clusters, sorted.
+func (c *Cache) Names() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	names := make([]string, 0, len(c.members))
+	for name := range c.members {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Set returns the clients of the named cluster for conn, building them when
+// the cluster is new or its connection changed; rebuilt reports whether it
+// did. Replaced clients are torn down.
+func (c *Cache) Set(name string, conn Connection) (m *Member, rebuilt bool, err error) {
+	key := conn.key()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.members[name]; ok && old.key == key {
+		return old, false, nil
+	}
+	m, err = c.build(name, conn, key)
+	if err != nil {
+		return nil, false, err
+	}
+	if old, ok := c.members[name]; ok {
+		old.cancel()
+	}
+	c.members[name] = m
+	return m, true, nil
+}
+
+// Remove tears down the clients of the named cluster, if any.
+func (c *Cache) Remove(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.members[name]; ok {
+		m.cancel()
+		delete(c.members, name)
+	}
+}
+
+func (c *Cache) build(name string, conn Connection, key string) (*Member, error) {
+	cfg := &rest.Config{
+		Host:            conn.Endpoint,
+		BearerToken:     conn.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: conn.CABundle},
+		QPS:             c.opts.QPS,
+		Burst:           c.opts.Burst,
+		UserAgent:       c.opts.UserAgent,
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Member{
+		Name:      name,
+		Config:    cfg,
+		Kube:      kube,
+		Dynamic:   dyn,
+		Informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod),
+		key:       key,
+		ctx:       ctx,
+		cancel:    cancel,
+	}, nil
+}
