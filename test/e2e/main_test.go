@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,14 +14,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
 // fed is the test bed shared by the tests of this package: a host and two
-// members. Tests that stop or restart a cluster start a test bed of their own.
-var fed *localfed.Federation
+// members, and cm, a controller-manager working on it. Tests that stop or
+// restart a cluster start a test bed of their own.
+var (
+	fed *localfed.Federation
+	cm  *controllerManager
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -32,7 +39,16 @@ func run(m *testing.M) int {
 		fmt.Println("skipping end-to-end tests in -short mode")
 		return 0
 	}
-	var err error
+	dir, err := os.MkdirTemp("", "fedwarden-e2e-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "creating a work directory: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if fedwardenBin, err = buildFedwarden(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	fed, err = localfed.Start(context.Background(), localfed.WithMembers(2))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting the local federation: %v\n", err)
@@ -43,12 +59,43 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping the local federation: %v\n", err)
 		}
 	}()
-	return m.Run()
+	if cm, err = startControllerManager(fed, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if err := cm.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+	}
+	if code != 0 {
+		dumpLog(cm.logPath)
+	}
+	return code
+}
+
+// dumpLog copies the tail of a log to stderr, for a failed run.
+func dumpLog(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	const tail = 64 << 10
+	if len(data) > tail {
+		data = data[len(data)-tail:]
+	}
+	fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", filepath.Base(path), data)
 }
 
 // hostClient returns a client of the host cluster that reads and writes
 // unstructured objects of any kind the host serves.
 func hostClient(t *testing.T) client.Client {
+	t.Helper()
+	return newClient(t, fed.Host.Config)
+}
+
+// newClient returns a client for cfg that knows the core Kubernetes types,
+// CRDs and the core.kubefed.io types, and any other kind as unstructured.
+func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -57,9 +104,12 @@ func hostClient(t *testing.T) client.Client {
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(fed.Host.Config, client.Options{Scheme: scheme})
+	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
-		t.Fatalf("host client: %v", err)
+		t.Fatalf("creating a client of %s: %v", cfg.Host, err)
 	}
 	return c
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestKubectlColumns asks the host for tables, as `kubectl get` does, and
@@ -28,15 +29,17 @@ func TestKubectlColumns(t *testing.T) {
 		namespace string
 		object    string // created, then its status written
 		status    string
+		existing  string // instead of object: an object the controllers keep
 		columns   []string
 		cells     []string // the row's cells but the age
 	}{
 		{
+			// A member joined by the shared test bed, its status kept by the
+			// health controller.
 			gv: schema.GroupVersion{Group: "core.kubefed.io", Version: "v1beta1"}, resource: "federatedclusters",
-			object:  `{apiVersion: core.kubefed.io/v1beta1, kind: FederatedCluster, metadata: {name: columns-eu}, spec: {apiEndpoint: "https://10.0.0.1:6443", secretRef: {name: s}, region: eu-west-1}}`,
-			status:  `{kubernetesVersion: v1.37.2, conditions: [{type: Ready, status: "True", reason: ClusterReady, message: ok, lastTransitionTime: "2026-11-29T00:00:00Z"}]}`,
-			columns: []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
-			cells:   []string{"columns-eu", "True", "Push", "v1.37.2", "eu-west-1"},
+			existing: fed.Members[0].Name,
+			columns:  []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
+			cells:    []string{fed.Members[0].Name, "True", "Push", "v1.37.2", "region-1"},
 		},
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,
@@ -56,16 +59,13 @@ func TestKubectlColumns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.resource, func(t *testing.T) {
 			t.Parallel()
-			obj := decode(t, tt.object)
-			if err := c.Create(t.Context(), obj); err != nil {
-				t.Fatal(err)
+			name := tt.existing
+			if name == "" {
+				name = createWithStatus(t, c, tt.object, tt.status)
+			} else {
+				joinedMembers(t)
 			}
-			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
-			obj.Object["status"] = decode(t, tt.status).Object
-			if err := c.Status().Update(t.Context(), obj); err != nil {
-				t.Fatal(err)
-			}
-			table := getTable(t, tt.gv, tt.namespace, tt.resource, obj.GetName())
+			table := getTable(t, tt.gv, tt.namespace, tt.resource, name)
 			var got []string
 			for _, col := range table.ColumnDefinitions {
 				got = append(got, col.Name)
@@ -74,7 +74,7 @@ func TestKubectlColumns(t *testing.T) {
 				t.Errorf("kubectl get %s shows columns %v, want %v", tt.resource, got, tt.columns)
 			}
 			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(tt.columns) {
-				t.Fatalf("kubectl get %s %s shows rows %v, want one of %d cells", tt.resource, obj.GetName(), table.Rows, len(tt.columns))
+				t.Fatalf("kubectl get %s %s shows rows %v, want one of %d cells", tt.resource, name, table.Rows, len(tt.columns))
 			}
 			var cells []string
 			for _, cell := range table.Rows[0].Cells[:len(tt.cells)] {
@@ -85,6 +85,22 @@ func TestKubectlColumns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// createWithStatus creates object and writes its status, as a controller
+// would; it returns the object's name.
+func createWithStatus(t *testing.T, c client.Client, object, status string) string {
+	t.Helper()
+	obj := decode(t, object)
+	if err := c.Create(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
+	obj.Object["status"] = decode(t, status).Object
+	if err := c.Status().Update(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+	return obj.GetName()
 }
 
 func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource, name string) *metav1.Table {

@@ -69,7 +69,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"ConfigMalformed and status.kubernetesVersion, writing status only when they change.\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{streams.AnnotationOwnLogger: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return &streams.ExitError{Code: 2, Err: err}

@@ -10,10 +10,14 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
+	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
 )
 
@@ -27,12 +31,22 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"detects and heals drift.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			// The client libraries log through controller-runtime's logger;
+			// commands report their own errors, so, unless a command sets up
+			// logging itself, that logger discards.
+			if _, own := cmd.Annotations[streams.AnnotationOwnLogger]; !own {
+				ctrllog.SetLogger(logr.Discard())
+			}
+		},
 	}
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
 	cmd.SetErr(s.ErrOut)
 	cmd.AddCommand(
 		controllermanager.NewCommand(s),
+		join.NewCommand(s),
+		unjoin.NewCommand(s),
 		version.NewCommand(s),
 	)
 	return cmd

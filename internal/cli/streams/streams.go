@@ -20,3 +20,7 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// AnnotationOwnLogger, set in a command's Annotations, says that the command
+// sets up controller-runtime's logger itself.
+const AnnotationOwnLogger = "fedwarden.io/own-logger"

@@ -1,0 +1,264 @@
+package join
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"maps"
+	"math/big"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+)
+
+// userToken is the kubeconfig user's token: it must never be printed.
+const userToken = "kubeconfig-user-token-do-not-print"
+
+// writeKubeconfig writes a kubeconfig with the contexts host, member (https,
+// with a CA), plain (http), insecure and servername, and returns its path
+// and the member's CA.
+func writeKubeconfig(t *testing.T) (path string, ca []byte) {
+	t.Helper()
+	ca = selfSignedCA(t)
+	kc := clientcmdapi.NewConfig()
+	clusters := map[string]*clientcmdapi.Cluster{
+		"host":       {Server: "https://127.0.0.1:6443", CertificateAuthorityData: ca},
+		"member":     {Server: "https://10.0.0.2:6443", CertificateAuthorityData: ca},
+		"plain":      {Server: "http://10.0.0.3:8080"},
+		"insecure":   {Server: "https://10.0.0.4:6443", InsecureSkipTLSVerify: true},
+		"servername": {Server: "https://10.0.0.5:6443", CertificateAuthorityData: ca, TLSServerName: "api.example.com"},
+	}
+	for name, c := range clusters {
+		kc.Clusters[name] = c
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: userToken}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kc.CurrentContext = "host"
+	path = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path, ca
+}
+
+func selfSignedCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// execute runs `join args...` and returns stdout, stderr and the exit code
+// that root.Execute would give.
+func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.Execute()
+	var exit *streams.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.Code
+		errOut.WriteString("Error: " + err.Error())
+	default:
+		code = 1
+		errOut.WriteString("Error: " + err.Error())
+	}
+	return out.String(), errOut.String(), code
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	kc, _ := writeKubeconfig(t)
+	base := []string{"--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member", "--dry-run"}
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "no name", args: base, wantErr: "one argument, the cluster name; got 0"},
+		{name: "two names", args: append([]string{"a", "b"}, base...), wantErr: "got 2"},
+		{name: "unknown flag", args: append([]string{"a", "--frobnicate"}, base...), wantErr: "unknown flag: --frobnicate"},
+		{name: "bad label syntax", args: append([]string{"a", "--label", "novalue"}, base...), wantErr: "novalue"},
+		{name: "bad timeout", args: append([]string{"a", "--timeout", "soon"}, base...), wantErr: "soon"},
+		{name: "zero timeout", args: append([]string{"a", "--timeout", "0s"}, base...), wantErr: "--timeout 0s must be positive"},
+		{name: "pull mode", args: append([]string{"a", "--sync-mode", "Pull"}, base...), wantErr: "pull mode arrives with the member agent"},
+		{name: "unknown mode", args: append([]string{"a", "--sync-mode", "Both"}, base...), wantErr: `sync mode "Both" is not valid`},
+		{name: "output without dry run", args: []string{"a", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "-o", "json"}, wantErr: "needs --dry-run"},
+		{name: "bad output", args: append([]string{"a", "-o", "xml"}, base...), wantErr: `--output "xml" is not supported`},
+		{name: "bad resource", args: append([]string{"a", "--resources", "Deployments"}, base...), wantErr: `--resources: resource "Deployments" is not valid`},
+		{name: "bad name", args: append([]string{"Member_1"}, base...), wantErr: `cluster name "Member_1" is not valid`},
+		{name: "bad region", args: append([]string{"a", "--region", "us east"}, base...), wantErr: `region "us east"`},
+		{name: "bad zone", args: append([]string{"a", "--zone", "a,a"}, base...), wantErr: `zone "a" is given twice`},
+		{name: "reserved label", args: append([]string{"a", "--label", "fedwarden.io/cluster=b"}, base...), wantErr: `label "fedwarden.io/cluster" cannot be given`},
+		{name: "missing kubeconfig", args: []string{"a", "--cluster-kubeconfig", filepath.Join(t.TempDir(), "none"), "--host-kubeconfig", kc},
+			wantErr: "(--cluster-kubeconfig)"},
+		{name: "missing context", args: []string{"a", "--cluster-kubeconfig", kc, "--cluster-context", "nope", "--host-kubeconfig", kc},
+			wantErr: `context "nope" (--cluster-context) is not in kubeconfig`},
+		{name: "missing host context", args: []string{"a", "--cluster-kubeconfig", kc, "--host-kubeconfig", kc, "--host-context", "nope"},
+			wantErr: `context "nope" (--host-context)`},
+		{name: "http member", args: []string{"a", "--cluster-kubeconfig", kc, "--cluster-context", "plain", "--host-kubeconfig", kc},
+			wantErr: "needs an https:// server and a kubeconfig with certificate-authority-data"},
+		{name: "insecure member", args: []string{"a", "--cluster-kubeconfig", kc, "--cluster-context", "insecure", "--host-kubeconfig", kc},
+			wantErr: "sets insecure-skip-tls-verify: Fedwarden verifies the member's certificate"},
+		{name: "member with tls-server-name", args: []string{"a", "--cluster-kubeconfig", kc, "--cluster-context", "servername", "--host-kubeconfig", kc},
+			wantErr: "sets tls-server-name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, code := execute(t, tt.args...)
+			if code != 2 {
+				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr)
+			}
+			if !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("stderr %q does not contain %q", stderr, tt.wantErr)
+			}
+			if stdout != "" {
+				t.Errorf("stdout %q, want nothing", stdout)
+			}
+		})
+	}
+}
+
+// object is what the dry-run tests check of each printed object.
+type object struct{ apiVersion, kind, namespace, name string }
+
+var wantObjects = []object{
+	{"v1", "Namespace", "", "kube-federation-system"},
+	{"v1", "ServiceAccount", "kube-federation-system", "fedwarden-east"},
+	{"v1", "Secret", "kube-federation-system", "fedwarden-east-token"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRole", "", "fedwarden:member:east"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "fedwarden:member:east"},
+	{"v1", "Namespace", "", "kube-federation-system"},
+	{"v1", "Secret", "kube-federation-system", "fedwarden-east-credentials"},
+	{"core.kubefed.io/v1beta1", "FederatedCluster", "", "east"},
+}
+
+func TestDryRun(t *testing.T) {
+	t.Parallel()
+	kc, ca := writeKubeconfig(t)
+	tests := []struct {
+		name   string
+		output []string
+		decode func(t *testing.T, out string) []*unstructured.Unstructured
+	}{
+		{name: "yaml by default", decode: decodeYAML},
+		{name: "yaml", output: []string{"-o", "yaml"}, decode: decodeYAML},
+		{name: "json list", output: []string{"--output", "json"}, decode: decodeJSONList},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"east", "--dry-run", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member",
+				"--region", "us-east-1", "--zone", "us-east-1a", "--label", "env=prod"}, tt.output...)
+			stdout, stderr, code := execute(t, args...)
+			if code != 0 {
+				t.Fatalf("exit code %d: %s", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, userToken) {
+				t.Fatal("the output holds the kubeconfig's token")
+			}
+			objs := tt.decode(t, stdout)
+			var got []object
+			for _, u := range objs {
+				got = append(got, object{u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()})
+			}
+			if !slices.Equal(got, wantObjects) {
+				t.Fatalf("printed objects\n%v\nwant\n%v", got, wantObjects)
+			}
+			checkHostObjects(t, objs[6], objs[7], ca)
+		})
+	}
+}
+
+// checkHostObjects checks the printed credentials Secret and FederatedCluster.
+func checkHostObjects(t *testing.T, secret, cluster *unstructured.Unstructured, ca []byte) {
+	t.Helper()
+	if _, found := secret.Object["data"]; found {
+		t.Error("the host Secret has data in a dry run")
+	}
+	token, _, _ := unstructured.NestedString(secret.Object, "stringData", "token")
+	if !strings.Contains(token, "<token of ServiceAccount kube-federation-system/fedwarden-east") {
+		t.Errorf("token placeholder = %q", token)
+	}
+	spec, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "secretRef")
+	if spec["name"] != "fedwarden-east-credentials" {
+		t.Errorf("secretRef = %v", spec)
+	}
+	endpoint, _, _ := unstructured.NestedString(cluster.Object, "spec", "apiEndpoint")
+	bundle, _, _ := unstructured.NestedString(cluster.Object, "spec", "caBundle")
+	mode, _, _ := unstructured.NestedString(cluster.Object, "spec", "syncMode")
+	if endpoint != "https://10.0.0.2:6443" || mode != "Push" || bundle == "" {
+		t.Errorf("spec = %v", cluster.Object["spec"])
+	}
+	if want := map[string]string{"fedwarden.io/cluster": "east", "app.kubernetes.io/managed-by": "fedwarden", "env": "prod",
+		"topology.kubernetes.io/region": "us-east-1", "topology.kubernetes.io/zone": "us-east-1a"}; !maps.Equal(cluster.GetLabels(), want) {
+		t.Errorf("labels = %v, want %v", cluster.GetLabels(), want)
+	}
+	if _, found := cluster.Object["status"]; found {
+		t.Error("the FederatedCluster has a status")
+	}
+	if want := base64.StdEncoding.EncodeToString(ca); bundle != want {
+		t.Errorf("caBundle = %q, want the kubeconfig's CA %q", bundle, want)
+	}
+}
+
+func decodeYAML(t *testing.T, out string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for doc := range strings.SplitSeq(out, "\n---\n") {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatalf("document %q: %v", doc, err)
+		}
+		objs = append(objs, u)
+	}
+	return objs
+}
+
+func decodeJSONList(t *testing.T, out string) []*unstructured.Unstructured {
+	t.Helper()
+	var list struct {
+		APIVersion string           `json:"apiVersion"`
+		Kind       string           `json:"kind"`
+		Items      []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("output is not JSON: %v", err)
+	}
+	if list.APIVersion != "v1" || list.Kind != "List" {
+		t.Fatalf("output is a %s %s, want a v1 List", list.APIVersion, list.Kind)
+	}
+	var objs []*unstructured.Unstructured
+	for _, item := range list.Items {
+		objs = append(objs, &unstructured.Unstructured{Object: item})
+	}
+	return objs
+}

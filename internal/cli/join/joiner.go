@@ -1,0 +1,196 @@
+package join
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/registration"
+)
+
+// Poll intervals of the waits.
+const (
+	tokenPollInterval = 250 * time.Millisecond
+	readyPollInterval = time.Second
+)
+
+// joiner joins one cluster.
+type joiner struct {
+	spec    registration.Spec
+	member  *applier
+	host    *applier
+	out     io.Writer
+	wait    bool
+	timeout time.Duration
+}
+
+func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *kubeconfig.Cluster) (*joiner, error) {
+	memberClient, err := clientWithTimeout(member, o.timeout)
+	if err != nil {
+		return nil, err
+	}
+	hostClient, err := clientWithTimeout(host, o.timeout)
+	if err != nil {
+		return nil, err
+	}
+	return &joiner{
+		spec:    spec,
+		member:  &applier{client: memberClient, cluster: spec.Name, side: "member", out: s.ErrOut},
+		host:    &applier{client: hostClient, cluster: spec.Name, side: "host", out: s.ErrOut},
+		out:     s.ErrOut,
+		wait:    o.wait,
+		timeout: o.timeout,
+	}, nil
+}
+
+// clientWithTimeout returns a client of c whose requests give up after
+// timeout.
+func clientWithTimeout(c *kubeconfig.Cluster, timeout time.Duration) (client.Client, error) {
+	c.Config.Timeout = timeout
+	return c.Client()
+}
+
+func (j *joiner) join(ctx context.Context) error {
+	if err := j.applyMember(ctx); err != nil {
+		return err
+	}
+	creds, err := j.waitForToken(ctx)
+	if err != nil {
+		return err
+	}
+	if err := j.applyHost(ctx, creds); err != nil {
+		return err
+	}
+	if !j.wait {
+		fmt.Fprintf(j.out, "%s: joined; not waiting for it to be Ready\n", j.spec.Name)
+		return nil
+	}
+	return j.waitForReady(ctx)
+}
+
+// applyMember applies the member's objects, in order.
+func (j *joiner) applyMember(ctx context.Context) error {
+	for _, obj := range registration.NewMember(j.spec).Objects() {
+		if _, err := j.member.apply(ctx, obj, fieldOwner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitForToken waits until the member's token controller has filled in the
+// token Secret, and returns what the host needs of it. A failed read is
+// tried again until the timeout, like an empty token.
+func (j *joiner) waitForToken(ctx context.Context) (registration.Credentials, error) {
+	key := client.ObjectKey{Namespace: j.spec.Namespace, Name: registration.TokenSecretName(j.spec.Name)}
+	var (
+		creds   registration.Credentials
+		read    bool
+		lastErr error
+	)
+	err := wait.PollUntilContextTimeout(ctx, tokenPollInterval, j.timeout, true, func(ctx context.Context) (bool, error) {
+		secret := &corev1.Secret{}
+		if lastErr = j.member.client.Get(ctx, key, secret); lastErr != nil {
+			return false, nil
+		}
+		read = true
+		creds = registration.Credentials{Token: secret.Data[corev1.ServiceAccountTokenKey], CA: secret.Data[corev1.ServiceAccountRootCAKey]}
+		return len(creds.Token) > 0, nil
+	})
+	switch {
+	case err == nil:
+		return creds, nil
+	case lastErr != nil && !read:
+		return creds, fmt.Errorf("reading Secret %s on the member: %w", key, lastErr)
+	default:
+		return creds, fmt.Errorf("the member's token controller did not fill in Secret %s within %s: is kube-controller-manager running in the member?", key, j.timeout)
+	}
+}
+
+// applyHost applies the host's objects, in order, then makes the
+// FederatedCluster own the credentials Secret.
+func (j *joiner) applyHost(ctx context.Context, creds registration.Credentials) error {
+	h := registration.NewHost(j.spec, creds)
+	for _, obj := range []client.Object{h.Namespace, h.Credentials} {
+		if _, err := j.host.apply(ctx, obj, fieldOwner); err != nil {
+			return err
+		}
+	}
+	applied, err := j.host.apply(ctx, h.Cluster, fieldOwner)
+	if err != nil {
+		return err
+	}
+	cluster := &v1beta1.FederatedCluster{}
+	cluster.Name, cluster.UID = applied.GetName(), applied.GetUID()
+	_, err = j.host.apply(ctx, registration.CredentialsOwner(j.spec, cluster), ownerFieldOwner)
+	return err
+}
+
+// waitForReady waits until the FederatedCluster is Ready, reporting each
+// new state of its Ready condition. A failed read is tried again until the
+// timeout.
+func (j *joiner) waitForReady(ctx context.Context) error {
+	fmt.Fprintf(j.out, "%s: waiting up to %s for FederatedCluster %s to be Ready\n", j.spec.Name, j.timeout, j.spec.Name)
+	var (
+		last    *readyState
+		lastErr error
+	)
+	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, j.timeout, true, func(ctx context.Context) (bool, error) {
+		cluster := &v1beta1.FederatedCluster{}
+		if lastErr = j.host.client.Get(ctx, client.ObjectKey{Name: j.spec.Name}, cluster); lastErr != nil {
+			return false, nil
+		}
+		now := newReadyState(cluster)
+		if last == nil || *now != *last {
+			fmt.Fprintf(j.out, "%s: %s\n", j.spec.Name, now)
+		}
+		last = now
+		return now.ready(), nil
+	})
+	switch {
+	case err == nil:
+		fmt.Fprintf(j.out, "%s: joined and Ready\n", j.spec.Name)
+		return nil
+	case lastErr != nil && last == nil:
+		return fmt.Errorf("reading FederatedCluster %s on the host: %w", j.spec.Name, lastErr)
+	default:
+		return fmt.Errorf("FederatedCluster %s is not Ready after %s: %s; is `fedwarden controller-manager` running against this host?",
+			j.spec.Name, j.timeout, last)
+	}
+}
+
+// readyState is what a FederatedCluster's Ready condition says.
+type readyState struct {
+	found                   bool
+	status, reason, message string
+}
+
+func newReadyState(cluster *v1beta1.FederatedCluster) *readyState {
+	c := meta.FindStatusCondition(cluster.Status.Conditions, v1beta1.ClusterReady)
+	if c == nil {
+		return &readyState{}
+	}
+	return &readyState{found: true, status: string(c.Status), reason: c.Reason, message: c.Message}
+}
+
+func (r *readyState) ready() bool { return r.status == "True" }
+
+func (r *readyState) String() string {
+	switch {
+	case r == nil || !r.found:
+		return "it has no Ready condition yet"
+	case r.message == "":
+		return fmt.Sprintf("Ready is %s (%s)", r.status, r.reason)
+	default:
+		return fmt.Sprintf("Ready is %s (%s): %s", r.status, r.reason, r.message)
+	}
+}

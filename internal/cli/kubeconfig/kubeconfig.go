@@ -1,0 +1,148 @@
+// Package kubeconfig loads a cluster's connection settings from a
+// kubeconfig file the way kubectl does, and makes clients from them.
+package kubeconfig
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// Source says where a cluster's settings come from, and which flags said
+// so, for error messages.
+type Source struct {
+	// Path of the kubeconfig file; empty means $KUBECONFIG, else
+	// ~/.kube/config.
+	Path string
+	// Context to use; empty means the kubeconfig's current-context.
+	Context string
+	// PathFlag and ContextFlag are the flags that set Path and Context.
+	PathFlag, ContextFlag string
+}
+
+// Cluster is one context of a kubeconfig, loaded.
+type Cluster struct {
+	// Config is the client configuration of the context.
+	Config *rest.Config
+	// Context is the name of the context used.
+	Context string
+	// File names the kubeconfig file(s) read.
+	File string
+	// Server is the cluster's server URL, as the kubeconfig writes it.
+	Server string
+	// CAData is the cluster's certificate-authority-data, or the content of
+	// its certificate-authority file; empty when it has neither.
+	CAData []byte
+	// Insecure is the cluster's insecure-skip-tls-verify.
+	Insecure bool
+	// TLSServerName is the cluster's tls-server-name.
+	TLSServerName string
+}
+
+// Load loads the context of src.
+func Load(src Source) (*Cluster, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = src.Path
+	file := strings.Join(rules.GetLoadingPrecedence(), string(os.PathListSeparator))
+	raw, err := rules.Load()
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig %s%s: %w", file, flagNote(src.Path, src.PathFlag), err)
+	}
+	name, err := contextName(raw, src, file)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.NewNonInteractiveClientConfig(*raw, name, &clientcmd.ConfigOverrides{}, rules).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s, context %q: %w", file, name, err)
+	}
+	c := &Cluster{Config: cfg, Context: name, File: file}
+	if err := c.setServer(raw, raw.Contexts[name].Cluster); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// contextName returns the context src asks for, checking that raw has it.
+func contextName(raw *clientcmdapi.Config, src Source, file string) (string, error) {
+	if len(raw.Contexts) == 0 {
+		return "", fmt.Errorf("no context in kubeconfig %s (is it missing?): pass %s, or set $KUBECONFIG", file, src.PathFlag)
+	}
+	name := src.Context
+	if name == "" {
+		name = raw.CurrentContext
+	}
+	if name == "" {
+		return "", fmt.Errorf("kubeconfig %s has no current-context: pass %s (contexts: %s)", file, src.ContextFlag, contextNames(raw))
+	}
+	if _, ok := raw.Contexts[name]; !ok {
+		return "", fmt.Errorf("context %q%s is not in kubeconfig %s (contexts: %s)", name, flagNote(src.Context, src.ContextFlag), file, contextNames(raw))
+	}
+	return name, nil
+}
+
+// setServer records the server URL and CA of the context's cluster.
+func (c *Cluster) setServer(raw *clientcmdapi.Config, cluster string) error {
+	info, ok := raw.Clusters[cluster]
+	if !ok {
+		return fmt.Errorf("kubeconfig %s, context %q: cluster %q is not in the kubeconfig", c.File, c.Context, cluster)
+	}
+	c.Server, c.Insecure, c.TLSServerName = info.Server, info.InsecureSkipTLSVerify, info.TLSServerName
+	c.CAData = info.CertificateAuthorityData
+	if len(c.CAData) == 0 && info.CertificateAuthority != "" {
+		data, err := os.ReadFile(info.CertificateAuthority)
+		if err != nil {
+			return fmt.Errorf("kubeconfig %s, cluster %q: reading certificate-authority: %w", c.File, cluster, err)
+		}
+		c.CAData = data
+	}
+	return nil
+}
+
+// flagNote says which flag set value, if one did.
+func flagNote(value, flag string) string {
+	if value == "" || flag == "" {
+		return ""
+	}
+	return " (" + flag + ")"
+}
+
+func contextNames(raw *clientcmdapi.Config) string {
+	names := make([]string, 0, len(raw.Contexts))
+	for name := range raw.Contexts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// scheme knows the Kubernetes kinds and Fedwarden's.
+var scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(v1beta1.AddToScheme(s))
+	return s
+}
+
+// Client returns a client of the cluster that knows the Kubernetes kinds
+// and Fedwarden's. It does not contact the cluster.
+func (c *Cluster) Client() (client.Client, error) {
+	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for context %q: %w", c.Context, err)
+	}
+	return cl, nil
+}

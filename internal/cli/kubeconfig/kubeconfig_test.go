@@ -1,0 +1,87 @@
+package kubeconfig
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+var testCA = []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+
+// writeKubeconfig writes a kubeconfig in dir with the contexts a (current,
+// CA data), b (CA file, relative to the kubeconfig) and c (insecure), and
+// returns its path.
+func writeKubeconfig(t *testing.T, dir, current string) string {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "ca.pem"), testCA, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["a"] = &clientcmdapi.Cluster{Server: "https://a.example:6443", CertificateAuthorityData: testCA}
+	kc.Clusters["b"] = &clientcmdapi.Cluster{Server: "https://b.example:6443", CertificateAuthority: "ca.pem"}
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://c.example:6443", InsecureSkipTLSVerify: true}
+	for _, name := range []string{"a", "b", "c"} {
+		kc.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: "t"}
+		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	}
+	kc.CurrentContext = current
+	path := filepath.Join(dir, "config")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	path := writeKubeconfig(t, dir, "a")
+	noCurrent := writeKubeconfig(t, t.TempDir(), "")
+	tests := []struct {
+		name       string
+		src        Source
+		env        string // $KUBECONFIG
+		wantServer string
+		wantCA     bool
+		insecure   bool
+		wantErr    string
+	}{
+		{name: "current context", src: Source{Path: path}, wantServer: "https://a.example:6443", wantCA: true},
+		{name: "named context, CA file", src: Source{Path: path, Context: "b"}, wantServer: "https://b.example:6443", wantCA: true},
+		{name: "insecure", src: Source{Path: path, Context: "c"}, wantServer: "https://c.example:6443", insecure: true},
+		{name: "$KUBECONFIG", env: path, src: Source{Context: "b"}, wantServer: "https://b.example:6443", wantCA: true},
+		{name: "flag wins over $KUBECONFIG", env: filepath.Join(dir, "none"), src: Source{Path: path}, wantServer: "https://a.example:6443", wantCA: true},
+		{name: "missing file", src: Source{Path: filepath.Join(dir, "none"), PathFlag: "--cluster-kubeconfig"},
+			wantErr: "none (--cluster-kubeconfig)"},
+		{name: "no kubeconfig anywhere", env: filepath.Join(dir, "none"), src: Source{PathFlag: "--cluster-kubeconfig"},
+			wantErr: "no context in kubeconfig " + filepath.Join(dir, "none") + " (is it missing?): pass --cluster-kubeconfig"},
+		{name: "unknown context", src: Source{Path: path, Context: "z", ContextFlag: "--host-context"},
+			wantErr: `context "z" (--host-context) is not in kubeconfig ` + path + " (contexts: a, b, c)"},
+		{name: "no current context", src: Source{Path: noCurrent, ContextFlag: "--host-context"},
+			wantErr: "has no current-context: pass --host-context (contexts: a, b, c)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { // not parallel: t.Setenv
+			t.Setenv(clientcmd.RecommendedConfigPathEnvVar, tt.env)
+			c, err := Load(tt.src)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Load error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Server != tt.wantServer || c.Config.Host != tt.wantServer || c.Insecure != tt.insecure {
+				t.Errorf("server %s (config %s), insecure %v", c.Server, c.Config.Host, c.Insecure)
+			}
+			if got := string(c.CAData) == string(testCA); got != tt.wantCA {
+				t.Errorf("CA data %q", c.CAData)
+			}
+		})
+	}
+}

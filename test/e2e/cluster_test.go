@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// conditionState is a condition as a user reads it in kubectl.
+type conditionState struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+// clusterCondition returns condition typ of FederatedCluster name.
+func clusterCondition(ctx context.Context, c client.Client, name, typ string) (conditionState, error) {
+	fc := &corev1beta1.FederatedCluster{}
+	if err := c.Get(ctx, types.NamespacedName{Name: name}, fc); err != nil {
+		return conditionState{}, err
+	}
+	cond := meta.FindStatusCondition(fc.Status.Conditions, typ)
+	if cond == nil {
+		return conditionState{status: "absent"}, nil
+	}
+	return conditionState{status: cond.Status, reason: cond.Reason, message: cond.Message}, nil
+}
+
+// waitForCondition waits until FederatedCluster name has condition typ with
+// status and reason, and returns it.
+func waitForCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) conditionState {
+	t.Helper()
+	var got conditionState
+	eventually(t, timeout, fmt.Sprintf("%s: %s=%s (%s)", name, typ, status, reason), func(ctx context.Context) (bool, string) {
+		var err error
+		got, err = clusterCondition(ctx, c, name, typ)
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.status == status && got.reason == reason, fmt.Sprintf("%+v", got)
+	})
+	return got
+}
+
+// memberToken returns the working token join stored for the shared test
+// bed's first member.
+func memberToken(t *testing.T, c client.Client) string {
+	t.Helper()
+	joinedMembers(t)
+	secret := &corev1.Secret{}
+	key := types.NamespacedName{Namespace: fedNamespace, Name: "fedwarden-" + fed.Members[0].Name + "-credentials"}
+	if err := c.Get(t.Context(), key, secret); err != nil {
+		t.Fatalf("reading %s: %v", key, err)
+	}
+	return string(secret.Data[corev1beta1.SecretTokenKey])
+}
+
+// createCluster creates a FederatedCluster and, when data is not nil, the
+// Secret it names; both are deleted when the test ends.
+func createCluster(t *testing.T, c client.Client, name, endpoint string, ca []byte, data map[string][]byte) {
+	t.Helper()
+	secretName := name + "-credentials"
+	if data != nil {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fedNamespace, Name: secretName}, Data: data}
+		if err := c.Create(t.Context(), secret); err != nil {
+			t.Fatalf("creating Secret %s: %v", secretName, err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), secret) })
+	}
+	fc := &corev1beta1.FederatedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1beta1.FederatedClusterSpec{
+			APIEndpoint: endpoint, CABundle: ca,
+			SecretRef: &corev1beta1.LocalSecretReference{Name: secretName},
+		},
+	}
+	if err := c.Create(t.Context(), fc); err != nil {
+		t.Fatalf("creating FederatedCluster %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), fc) })
+}
+
+// Each bad setting gets the right condition and reason, and a message that
+// says what to fix; the good clusters stay Ready.
+func TestBadClusterSettings(t *testing.T) {
+	t.Parallel()
+	host := hostClient(t)
+	token := memberToken(t, host)
+	m := fed.Members[0]
+	closedPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	withToken := map[string][]byte{corev1beta1.SecretTokenKey: []byte(token)}
+	tests := []struct {
+		name       string
+		endpoint   string
+		ca         []byte
+		data       map[string][]byte
+		ready      string // reason of Ready=False
+		offline    metav1.ConditionStatus
+		malformed  metav1.ConditionStatus
+		inMessage  string
+		afterProbe bool // the reason needs probes, up to the failure threshold
+	}{
+		{name: "bad-unreachable", endpoint: fmt.Sprintf("https://127.0.0.1:%d", closedPort), ca: m.CAData, data: withToken,
+			ready: corev1beta1.ReasonClusterUnreachable, offline: "True", malformed: "False", inMessage: "connection refused", afterProbe: true},
+		{name: "bad-ca", endpoint: m.Endpoint, ca: fed.Host.CAData, data: withToken,
+			ready: corev1beta1.ReasonCertificateUntrusted, offline: "False", malformed: "False", inMessage: "spec.caBundle", afterProbe: true},
+		{name: "bad-token", endpoint: m.Endpoint, ca: m.CAData, data: map[string][]byte{corev1beta1.SecretTokenKey: []byte("not-a-valid-token")},
+			ready: corev1beta1.ReasonCredentialsRejected, offline: "False", malformed: "False", inMessage: "401", afterProbe: true},
+		{name: "bad-no-secret", endpoint: m.Endpoint, ca: m.CAData,
+			ready: corev1beta1.ReasonSecretNotFound, offline: "Unknown", malformed: "True", inMessage: "does not exist"},
+		{name: "bad-no-token-key", endpoint: m.Endpoint, ca: m.CAData, data: map[string][]byte{"password": []byte(token)},
+			ready: corev1beta1.ReasonSecretMalformed, offline: "Unknown", malformed: "True", inMessage: `no "token" key`},
+		{name: "bad-ca-not-pem", endpoint: m.Endpoint, ca: []byte("this is not a certificate"), data: withToken,
+			ready: corev1beta1.ReasonCABundleMalformed, offline: "Unknown", malformed: "True", inMessage: "no PEM certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			createCluster(t, host, tt.name, tt.endpoint, tt.ca, tt.data)
+			ready := waitForCondition(t, host, tt.name, corev1beta1.ClusterReady, metav1.ConditionFalse, tt.ready, 30*time.Second)
+			if !strings.Contains(ready.message, tt.inMessage) {
+				t.Errorf("Ready message %q does not say %q", ready.message, tt.inMessage)
+			}
+			if strings.Contains(ready.message, token[len(token)-16:]) {
+				t.Errorf("Ready message shows the token")
+			}
+			for typ, want := range map[string]metav1.ConditionStatus{corev1beta1.ClusterOffline: tt.offline, corev1beta1.ClusterConfigMalformed: tt.malformed} {
+				got, err := clusterCondition(t.Context(), host, tt.name, typ)
+				if err != nil || got.status != want {
+					t.Errorf("%s = %+v (%v), want %s", typ, got, err, want)
+				}
+			}
+			if v, ok := cm.metric(t, fmt.Sprintf("fedwarden_cluster_ready{cluster=%q}", tt.name)); !ok || v != 0 {
+				t.Errorf("fedwarden_cluster_ready{cluster=%q} = %v (exported: %v), want 0", tt.name, v, ok)
+			}
+		})
+	}
+	for _, mem := range fed.Members {
+		if got, err := clusterCondition(t.Context(), host, mem.Name, corev1beta1.ClusterReady); err != nil || got.status != metav1.ConditionTrue {
+			t.Errorf("good cluster %s: Ready = %+v (%v)", mem.Name, got, err)
+		}
+	}
+}
+
+// A Secret created after the FederatedCluster that needed it makes the
+// cluster Ready: the controller watches the credential Secrets.
+func TestMissingSecretThenCreated(t *testing.T) {
+	t.Parallel()
+	host := hostClient(t)
+	token := memberToken(t, host)
+	m := fed.Members[0]
+	const name = "late-secret"
+	createCluster(t, host, name, m.Endpoint, m.CAData, nil)
+	waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonSecretNotFound, 30*time.Second)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fedNamespace, Name: name + "-credentials"},
+		Data:       map[string][]byte{corev1beta1.SecretTokenKey: []byte(token)},
+	}
+	if err := host.Create(t.Context(), secret); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), secret) })
+	waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, 30*time.Second)
+}
+
+// Deleting the member's token Secret revokes the token; the cluster reports
+// CredentialsRejected.
+func TestRevokedToken(t *testing.T) {
+	t.Parallel()
+	const name = "revoked"
+	m := fed.Members[1]
+	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
+		t.Fatalf("join failed:\n%s", r)
+	}
+	t.Cleanup(func() {
+		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
+			t.Errorf("unjoin failed:\n%s", r)
+		}
+	})
+	member := newClient(t, m.Config)
+	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fedNamespace, Name: "fedwarden-" + name + "-token"}}
+	if err := member.Delete(t.Context(), tokenSecret); err != nil {
+		t.Fatalf("revoking the token: %v", err)
+	}
+	host := hostClient(t)
+	got := waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonCredentialsRejected, time.Duration(failureThreshold+3)*probePeriod+10*time.Second)
+	if !strings.Contains(got.message, "fedwarden join") {
+		t.Errorf("message %q does not say how to fix it", got.message)
+	}
+	events := &corev1.EventList{}
+	if err := host.List(t.Context(), events, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{
+		Selector: fields.OneTermEqualSelector("involvedObject.name", name),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, e := range events.Items {
+		reasons[e.Reason] = e.Type
+	}
+	if reasons[corev1beta1.ReasonClusterReady] != corev1.EventTypeNormal || reasons[corev1beta1.ReasonCredentialsRejected] != corev1.EventTypeWarning {
+		t.Errorf("Events of %s: %v, want Normal %s and Warning %s", name, reasons, corev1beta1.ReasonClusterReady, corev1beta1.ReasonCredentialsRejected)
+	}
+}
+
+func TestNonHTTPSEndpointIsRejected(t *testing.T) {
+	t.Parallel()
+	host := hostClient(t)
+	fc := &corev1beta1.FederatedCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain-http"},
+		Spec: corev1beta1.FederatedClusterSpec{
+			APIEndpoint: strings.Replace(fed.Members[0].Endpoint, "https", "http", 1),
+			SecretRef:   &corev1beta1.LocalSecretReference{Name: "x"},
+		},
+	}
+	err := host.Create(t.Context(), fc)
+	if err == nil || !strings.Contains(err.Error(), "https://") {
+		t.Errorf("creating a FederatedCluster with an http endpoint: err = %v, want a rejection naming https", err)
+	}
+}
+
+// A steady federation writes nothing: 60 s of probing the joined members
+// leaves their FederatedClusters untouched.
+func TestSteadyStateWritesNothing(t *testing.T) {
+	t.Parallel()
+	joinedMembers(t)
+	host := hostClient(t)
+	for _, m := range fed.Members {
+		waitForCondition(t, host, m.Name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, 30*time.Second)
+	}
+	wc, err := client.NewWithWatch(fed.Host.Config, client.Options{Scheme: host.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list corev1beta1.FederatedClusterList
+	if err := host.List(t.Context(), &list); err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(t.Context(), &corev1beta1.FederatedClusterList{}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	probesBefore := probeCount(t, fed.Members[0].Name)
+	writes := map[string]int{}
+	timeout := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch ended early")
+			}
+			if fc, isFC := ev.Object.(*corev1beta1.FederatedCluster); isFC && ev.Type == watch.Modified && isMember(fc.Name) {
+				writes[fc.Name]++
+			}
+		case <-timeout:
+			done = true
+		}
+	}
+	if len(writes) > 0 {
+		t.Errorf("in 60 s of steady state the members' FederatedClusters were written: %v", writes)
+	}
+	// The controller was busy probing all along (about one probe per period).
+	if probes := probeCount(t, fed.Members[0].Name) - probesBefore; probes < 10 {
+		t.Errorf("only %v probes of %s in 60 s: the steady state was not exercised", probes, fed.Members[0].Name)
+	}
+}
+
+func isMember(name string) bool {
+	for _, m := range fed.Members {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func probeCount(t *testing.T, cluster string) float64 {
+	t.Helper()
+	v, ok := cm.metric(t, fmt.Sprintf("fedwarden_cluster_probe_duration_seconds_count{cluster=%q,outcome=\"ready\"}", cluster))
+	if !ok {
+		t.Fatalf("the controller-manager exports no probe count for %s", cluster)
+	}
+	return v
+}
+
+func TestReadyMetric(t *testing.T) {
+	t.Parallel()
+	joinedMembers(t)
+	for _, m := range fed.Members {
+		if v, ok := cm.metric(t, fmt.Sprintf("fedwarden_cluster_ready{cluster=%q}", m.Name)); !ok || v != 1 {
+			t.Errorf("fedwarden_cluster_ready{cluster=%q} = %v (exported: %v), want 1", m.Name, v, ok)
+		}
+	}
+}
