@@ -6,7 +6,7 @@ import (
 
 // DriftState classifies how a member's copy differs from what the control
 // plane wants.
-// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed
+// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed;AlreadyExists
 type DriftState string
 
 const (
@@ -22,8 +22,11 @@ const (
 	Missing DriftState = "Missing"
 	// Unreachable: the member cluster cannot be reached.
 	Unreachable DriftState = "Unreachable"
-	// ApplyFailed: the member's API server refused the write.
+	// ApplyFailed: rendering failed, or the member's API server refused the write.
 	ApplyFailed DriftState = "ApplyFailed"
+	// AlreadyExists: the member has an object of that name that Fedwarden
+	// does not manage, and the federated resource does not opt in to adopt it.
+	AlreadyExists DriftState = "AlreadyExists"
 )
 
 // Version is a change counter: "3" means the third version.
@@ -156,7 +159,7 @@ type ClusterPropagatedVersionStatus struct {
 	// +optional
 	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
 
-	// Conditions: Drifted.
+	// Conditions: Propagated and Drifted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -167,6 +170,10 @@ type ClusterPropagatedVersionStatus struct {
 const (
 	// CPVDrifted is True when at least one cluster is not InSync.
 	CPVDrifted = "Drifted"
+	// CPVPropagated is True when every cluster in spec.clusters has the
+	// current template and override versions; its reasons are those of
+	// the federated resource's Propagated condition.
+	CPVPropagated = "Propagated"
 )
 
 // ClusterPropagatedVersion records, per member cluster, which template and

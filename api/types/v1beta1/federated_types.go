@@ -161,6 +161,15 @@ type PropagationStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// RemoteStatus is the status of the member's copy, collected when the
+	// type's FederatedTypeConfig enables status collection (for a
+	// Deployment: replicas, updatedReplicas, readyReplicas,
+	// availableReplicas, observedGeneration).
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	RemoteStatus *apiextensionsv1.JSON `json:"remoteStatus,omitempty"`
 }
 
 // Condition types and reasons of a Federated<Kind>.
@@ -168,4 +177,59 @@ const (
 	// FederatedPropagated is True when every placed cluster has the
 	// current template and overrides.
 	FederatedPropagated = "Propagated"
+
+	// ReasonPropagated: every placed cluster has the current version.
+	ReasonPropagated = "Propagated"
+	// ReasonPropagationFailed: at least one placed cluster does not have
+	// the current version; status.clusters says which and why.
+	ReasonPropagationFailed = "PropagationFailed"
+	// ReasonNoClusters: the placement selects no Ready cluster.
+	ReasonNoClusters = "NoClusters"
+	// ReasonNamespaceNotFederated: a namespaced resource whose namespace
+	// has no FederatedNamespace (while namespaces are federated) goes to no
+	// cluster, as in KubeFed.
+	ReasonNamespaceNotFederated = "NamespaceNotFederated"
+)
+
+// Outcomes of propagation in one cluster, used in status.clusters[].reason.
+const (
+	// ClusterPropagated: the member has the current version.
+	ClusterPropagated = "Propagated"
+	// ClusterApplyFailed: rendering or writing failed; the message says why.
+	ClusterApplyFailed = "ApplyFailed"
+	// ClusterAlreadyExists: the member has an object of that name that
+	// Fedwarden does not manage, and the resource does not opt in to
+	// adopting it.
+	ClusterAlreadyExists = "AlreadyExists"
+	// ClusterUnreachable: the cluster is not Ready, or not joined.
+	ClusterUnreachable = "Unreachable"
+)
+
+// Labels and annotations of federated resources and their member copies.
+const (
+	// LabelManaged marks a member object that Fedwarden manages.
+	LabelManaged = "kubefed.io/managed"
+	// AnnotationOrphan "true" on a federated resource keeps its member
+	// copies when it is deleted.
+	AnnotationOrphan = "kubefed.io/orphan"
+	// AnnotationConflictResolution "adopt" on a federated resource lets it
+	// take over member objects of the same name that it does not manage.
+	AnnotationConflictResolution = "kubefed.io/conflict-resolution"
+	// ConflictResolutionAdopt is the value of AnnotationConflictResolution
+	// that opts in to adoption.
+	ConflictResolutionAdopt = "adopt"
+	// AnnotationTemplateVersion on a member copy: the template version it carries.
+	AnnotationTemplateVersion = "fedwarden.io/template-version"
+	// AnnotationOverrideVersion on a member copy: the override version it carries.
+	AnnotationOverrideVersion = "fedwarden.io/override-version"
+	// AnnotationDesiredHash on a member copy: the content hash of what was
+	// written, so that unchanged content is never written again.
+	AnnotationDesiredHash = "fedwarden.io/desired-hash"
+	// AnnotationCreatedNamespace marks a member Namespace that propagation
+	// created for a namespaced resource; a FederatedNamespace may take it
+	// over without opting in to adoption.
+	AnnotationCreatedNamespace = "fedwarden.io/created-for-propagation"
+	// FinalizerSync is set on federated resources so that their member
+	// copies are deleted with them.
+	FinalizerSync = "kubefed.io/sync-controller"
 )

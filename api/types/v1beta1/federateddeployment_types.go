@@ -32,6 +32,11 @@ type FederatedDeploymentSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Overrides []ClusterOverride `json:"overrides,omitempty"`
+
+	// RetainReplicas keeps each member's spec.replicas once the Deployment
+	// exists there (for a HorizontalPodAutoscaler in the member).
+	// +optional
+	RetainReplicas bool `json:"retainReplicas,omitempty"`
 }
 
 // FederatedDeployment places a Deployment on member clusters.
