@@ -8,10 +8,13 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
 // ErrClusterNotConnected is returned for a cluster the cache has no clients
@@ -32,6 +35,9 @@ type Member struct {
 	// Informers is shared by the controllers that watch this member; start
 	// it with Context().Done().
 	Informers dynamicinformer.DynamicSharedInformerFactory
+	// Managed is like Informers, but sees only the objects Fedwarden
+	// manages (label kubefed.io/managed=true).
+	Managed dynamicinformer.DynamicSharedInformerFactory
 
 	key    string
 	ctx    context.Context
@@ -143,6 +149,9 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		Kube:      kube,
 		Dynamic:   dyn,
 		Informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod),
+		Managed: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+			o.LabelSelector = typesv1beta1.LabelManaged + "=true"
+		}),
 		key:       key,
 		ctx:       ctx,
 		cancel:    cancel,

@@ -17,7 +17,7 @@
 //	}
 //	deployments := member.Dynamic.Resource(gvr).Namespace(ns)
 //
-// Informers started from [Member.Informers] must be started with
+// Informers started from [Member.Informers] or [Member.Managed] must be started with
 // [Member.Context], which ends when the member's clients are rebuilt or
 // removed, so that no informer outlives the credentials it was built with.
 //

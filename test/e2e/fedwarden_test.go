@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
@@ -211,5 +213,18 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx 
 			t.Fatalf("test ended while waiting for %s; last seen: %s", what, last)
 		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// unstructuredSlice returns the list at path in obj.
+func unstructuredSlice(obj map[string]any, path ...string) ([]any, bool, error) {
+	return unstructured.NestedSlice(obj, path...)
+}
+
+// setNested sets the value at path in obj, failing the test on error.
+func setNested(t *testing.T, obj map[string]any, value any, path ...string) {
+	t.Helper()
+	if err := unstructured.SetNestedField(obj, value, path...); err != nil {
+		t.Fatalf("setting %v: %v", path, err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
@@ -105,6 +106,9 @@ func newClient(t *testing.T, cfg *rest.Config) client.Client {
 		t.Fatal(err)
 	}
 	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := typesv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -174,6 +174,11 @@ const (
 	// current template and override versions; its reasons are those of
 	// the federated resource's Propagated condition.
 	CPVPropagated = "Propagated"
+
+	// ReasonClustersDrifted: at least one cluster is not InSync.
+	ReasonClustersDrifted = "ClustersDrifted"
+	// ReasonAllInSync: every cluster is InSync.
+	ReasonAllInSync = "AllInSync"
 )
 
 // ClusterPropagatedVersion records, per member cluster, which template and

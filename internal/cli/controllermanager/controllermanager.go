@@ -25,9 +25,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/typeconfig"
 )
 
 // options are the command's flags.
@@ -44,6 +47,7 @@ type options struct {
 	memberQPS      float32
 	memberBurst    int
 	health         cluster.Options
+	propagation    propagation.Options
 	zap            zap.Options
 	startupTimeout time.Duration
 }
@@ -58,15 +62,25 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Thresholds: cluster.Thresholds{Failure: 3, Success: 1},
 			Workers:    8,
 		},
+		propagation: propagation.Options{
+			Workers:           16,
+			MemberListTimeout: 30 * time.Second,
+			RetryPeriod:       30 * time.Second,
+		},
 		zap: zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
-		Short: "Run the host-side controllers (cluster health; more as they land)",
-		Long: "Runs Fedwarden's host-side controllers against the host cluster: today the\n" +
-			"cluster health controller, which probes every member's /readyz (falling back to\n" +
-			"/healthz) and keeps the FederatedCluster conditions Ready, Offline and\n" +
-			"ConfigMalformed and status.kubernetesVersion, writing status only when they change.\n\n" +
+		Short: "Run the host-side controllers: cluster health, federation and propagation",
+		Long: "Runs Fedwarden's host-side controllers against the host cluster:\n" +
+			"  - cluster health: probes every member's /readyz (falling back to /healthz) and keeps\n" +
+			"    the FederatedCluster conditions Ready, Offline and ConfigMalformed and\n" +
+			"    status.kubernetesVersion, writing status only when they change;\n" +
+			"  - federation: runs a propagation controller for every enabled FederatedTypeConfig,\n" +
+			"    started and stopped as types are enabled and disabled;\n" +
+			"  - propagation: writes each Federated<Kind>'s template, with each cluster's overrides,\n" +
+			"    to the clusters it is placed on, and records the versions in its\n" +
+			"    ClusterPropagatedVersion.\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
 		Args:        cobra.NoArgs,
@@ -86,10 +100,13 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
-	f.Float32Var(&o.hostQPS, "kube-api-qps", 50, "queries per second towards the host API server")
-	f.IntVar(&o.hostBurst, "kube-api-burst", 100, "burst of queries towards the host API server")
-	f.Float32Var(&o.memberQPS, "member-api-qps", 20, "queries per second towards each member API server")
-	f.IntVar(&o.memberBurst, "member-api-burst", 40, "burst of queries towards each member API server")
+	f.Float32Var(&o.hostQPS, "kube-api-qps", 500, "queries per second towards the host API server")
+	f.IntVar(&o.hostBurst, "kube-api-burst", 1000, "burst of queries towards the host API server")
+	f.Float32Var(&o.memberQPS, "member-api-qps", 300, "queries per second towards each member API server")
+	f.IntVar(&o.memberBurst, "member-api-burst", 600, "burst of queries towards each member API server")
+	f.IntVar(&o.propagation.Workers, "propagation-workers", o.propagation.Workers, "federated resources of one type synced at the same time")
+	f.DurationVar(&o.propagation.RetryPeriod, "propagation-retry-period", o.propagation.RetryPeriod, "how soon a resource that could not reach every cluster is synced again")
+	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
 	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
 	f.DurationVar(&o.health.Timeout, "cluster-health-timeout", o.health.Timeout, "timeout of one health probe")
 	f.IntVar(&o.health.Thresholds.Failure, "cluster-health-failure-threshold", o.health.Thresholds.Failure, "failed probes in a row before a Ready cluster is marked not Ready")
@@ -106,6 +123,10 @@ func (o *options) validate() error {
 	o.health.Namespace = o.namespace
 	if err := o.health.Validate(); err != nil {
 		return fmt.Errorf("cluster health flags: %w", err)
+	}
+	o.propagation.Namespace = o.namespace
+	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 {
+		return fmt.Errorf("--propagation-workers must be at least 1, --propagation-retry-period and --member-list-timeout positive")
 	}
 	if o.hostQPS <= 0 || o.hostBurst < 1 || o.memberQPS <= 0 || o.memberBurst < 1 {
 		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
@@ -134,6 +155,8 @@ func run(ctx context.Context, o *options) error {
 		LeaderElectionID:              o.leaderElectID,
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		// Federated resources are read as unstructured objects: from the cache too.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			// Only the control-plane namespace's Secrets: the credentials.
 			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
@@ -168,6 +191,10 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 	if err := health.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", cluster.ControllerName, err)
 	}
+	federation := typeconfig.NewReconciler(mgr, members, o.propagation)
+	if err := federation.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
+	}
 	return nil
 }
 
@@ -189,6 +216,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := typesv1beta1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	return scheme, nil

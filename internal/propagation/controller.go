@@ -1,0 +1,174 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+)
+
+// Options configure every propagation controller.
+type Options struct {
+	// Namespace is the control-plane namespace: the ClusterPropagatedVersions
+	// of cluster-scoped federated resources live there.
+	Namespace string
+	// Workers is how many federated resources of one type sync at once.
+	Workers int
+	// MemberListTimeout bounds the first list of a type in a member.
+	MemberListTimeout time.Duration
+	// RetryPeriod is when a resource with an unreachable or failing
+	// cluster is looked at again, besides the events that trigger it.
+	RetryPeriod time.Duration
+}
+
+// Namespaces tells a namespaced type's controller whether namespaces are
+// federated, and of which kind the FederatedNamespaces are.
+type Namespaces interface {
+	FederatedNamespaceKind() (schema.GroupVersionKind, bool)
+}
+
+// NamespaceNotifier is told when a FederatedNamespace's placement may have
+// changed, so that the resources in that namespace are synced again.
+type NamespaceNotifier interface {
+	NamespaceChanged(namespace string)
+}
+
+// Controller is the propagation controller of one type. It is not added to
+// the manager: the federation controller starts and stops it at run time.
+type Controller struct {
+	typ        Type
+	reconciler *Reconciler
+	ctrl       controller.TypedController[reconcile.Request]
+	cache      interface {
+		RemoveInformer(ctx context.Context, obj client.Object) error
+	}
+	events chan event.TypedGenericEvent[reconcile.Request]
+}
+
+// New returns the propagation controller of typ.
+func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces Namespaces, notifier NamespaceNotifier, opts Options) (*Controller, error) {
+	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024)}
+	r := &Reconciler{
+		typ: typ, client: mgr.GetClient(), clusters: clusters, namespaces: namespaces, notifier: notifier,
+		opts: opts, now: time.Now,
+	}
+	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
+	c.reconciler = r
+	ctrl, err := controller.NewTypedUnmanaged("propagation-"+typ.Name, controller.TypedOptions[reconcile.Request]{
+		Reconciler:              r,
+		MaxConcurrentReconciles: opts.Workers,
+		SkipNameValidation:      new(true),
+		Logger:                  mgr.GetLogger(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the propagation controller of %s: %w", typ.Name, err)
+	}
+	c.ctrl = ctrl
+	if err := c.watch(mgr); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Controller) watch(mgr manager.Manager) error {
+	fed := c.typ.newFederated()
+	sources := []source.TypedSource[reconcile.Request]{
+		source.Kind(mgr.GetCache(), fed, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, federatedChanged()),
+		source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.reconciler.allFederated), clusterChanged()),
+		source.TypedChannel(c.events, handler.TypedFuncs[reconcile.Request, reconcile.Request]{
+			GenericFunc: func(_ context.Context, e event.TypedGenericEvent[reconcile.Request], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				q.Add(e.Object)
+			},
+		}),
+	}
+	for _, s := range sources {
+		if err := c.ctrl.Watch(s); err != nil {
+			return fmt.Errorf("watching for the propagation controller of %s: %w", c.typ.Name, err)
+		}
+	}
+	return nil
+}
+
+// Start runs the controller until ctx ends, then stops its watches.
+func (c *Controller) Start(ctx context.Context) error {
+	defer c.reconciler.watches.stop()
+	err := c.ctrl.Start(ctx)
+	// The host informer of this federated type goes too, so that a
+	// disabled type costs nothing.
+	if rmErr := c.cache.RemoveInformer(context.Background(), c.typ.newFederated()); rmErr != nil && err == nil {
+		err = fmt.Errorf("removing the informer of %s: %w", c.typ.Federated.Kind, rmErr)
+	}
+	return err
+}
+
+// Type is the type this controller propagates.
+func (c *Controller) Type() Type { return c.typ }
+
+// enqueue asks for the federated resource req to be synced.
+func (c *Controller) enqueue(req reconcile.Request) {
+	c.events <- event.TypedGenericEvent[reconcile.Request]{Object: req}
+}
+
+// EnqueueNamespace syncs every federated resource of this type in namespace.
+func (c *Controller) EnqueueNamespace(ctx context.Context, namespace string) error {
+	list := c.typ.newFederatedList()
+	if err := c.reconciler.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing %s in %s: %w", c.typ.Federated.Kind, namespace, err)
+	}
+	for _, item := range list.Items {
+		c.enqueue(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
+	}
+	return nil
+}
+
+func (t Type) newFederated() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(t.Federated)
+	return u
+}
+
+func (t Type) newFederatedList() *unstructured.UnstructuredList {
+	u := &unstructured.UnstructuredList{}
+	u.SetGroupVersionKind(t.Federated.GroupVersion().WithKind(t.Federated.Kind + "List"))
+	return u
+}
+
+// allFederated maps a FederatedCluster change to every federated resource
+// of the type: any of them may be placed on it.
+func (r *Reconciler) allFederated(ctx context.Context, _ *corev1beta1.FederatedCluster) []reconcile.Request {
+	list := r.typ.newFederatedList()
+	if err := r.client.List(ctx, list); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, item := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
+	}
+	return reqs
+}
+
+// sameNames tells whether two sorted name lists are equal.
+func sameNames(a, b []string) bool { return slices.Equal(a, b) }
+
+// ignoreNotFound returns nil for a NotFound error.
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,17 @@
+// Package propagation is the sync controller of one federated type: it
+// places each Federated<Kind> on member clusters, renders the template with
+// each cluster's overrides, writes the result to the members that need it,
+// deletes copies that are no longer placed, and records in the resource's
+// ClusterPropagatedVersion which versions each member really has.
+//
+// A member copy carries the label kubefed.io/managed=true and annotations
+// with the template version, the override version and a hash of the
+// rendered content; a copy whose hash matches is never written again, so a
+// restart or a resync with nothing changed writes nothing.
+//
+// Objects are written with server-side apply (field manager "fedwarden"),
+// so fields the member sets itself, such as a Service's clusterIP, are kept.
+// A namespaced object's namespace is created in the member when it is
+// missing, marked with the annotation fedwarden.io/created-for-propagation
+// so that a FederatedNamespace may take it over later.
+package propagation

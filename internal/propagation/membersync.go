@@ -1,0 +1,245 @@
+package propagation
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+)
+
+// FieldManager is the field manager of every member write.
+const FieldManager = "fedwarden"
+
+// clusterResult is how propagation went in one cluster.
+type clusterResult struct {
+	name    string
+	reason  string // one of typesv1beta1.Cluster*
+	state   typesv1beta1.DriftState
+	message string
+	// object is the member copy after the sync, when there is one.
+	object *unstructured.Unstructured
+	// retry: the failure may go away by itself; come back later.
+	retry bool
+}
+
+func unreachable(name, message string) clusterResult {
+	return clusterResult{name: name, reason: typesv1beta1.ClusterUnreachable, state: typesv1beta1.Unreachable, message: message, retry: true}
+}
+
+func applyFailed(name string, err error, retry bool) clusterResult {
+	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), retry: retry}
+}
+
+func inSync(name string, obj *unstructured.Unstructured) clusterResult {
+	return clusterResult{name: name, reason: typesv1beta1.ClusterPropagated, state: typesv1beta1.InSync, object: obj}
+}
+
+// reach returns the clients of a placed cluster that may be written to, or
+// why not.
+func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clustercache.Member, *clusterResult) {
+	if fc == nil {
+		res := unreachable(name, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name))
+		return nil, &res
+	}
+	if ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		msg := fmt.Sprintf("cluster %s is not Ready", name)
+		if ready != nil {
+			msg += fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
+		}
+		res := unreachable(name, msg)
+		return nil, &res
+	}
+	member, err := r.clusters.Get(name)
+	if err != nil {
+		res := unreachable(name, err.Error())
+		return nil, &res
+	}
+	return member, nil
+}
+
+// syncCluster makes the member copy of fed in one cluster current, writing
+// only when its content differs from what was last written.
+func (r *Reconciler) syncCluster(ctx context.Context, fed *unstructured.Unstructured, spec federated, name string, fc *corev1beta1.FederatedCluster, v versions) clusterResult {
+	member, failed := r.reach(name, fc)
+	if failed != nil {
+		return *failed
+	}
+	desired, err := render(r.typ, fed, spec.overridesFor(name))
+	if err != nil {
+		return applyFailed(name, err, false)
+	}
+	hash := contentHash(desired.Object)
+	existing, conflict, err := r.existingCopy(ctx, member, fed, desired)
+	switch {
+	case err != nil:
+		return unreachable(name, err.Error())
+	case conflict != "":
+		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: conflict}
+	case existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true":
+		return inSync(name, existing)
+	}
+	if spec.RetainReplicas && existing != nil {
+		if replicas, found, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); found {
+			_ = unstructured.SetNestedField(desired.Object, replicas, "spec", "replicas")
+		}
+	}
+	annotations := desired.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[typesv1beta1.AnnotationTemplateVersion] = string(v.template)
+	annotations[typesv1beta1.AnnotationOverrideVersion] = string(v.override)
+	annotations[typesv1beta1.AnnotationDesiredHash] = hash
+	desired.SetAnnotations(annotations)
+	applied, err := r.apply(ctx, member, desired)
+	if err != nil {
+		return applyFailed(name, err, !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) && !apierrors.IsBadRequest(err))
+	}
+	return inSync(name, applied)
+}
+
+// existingCopy returns the member's object of desired's name: the managed
+// copy from the informer, or, when the informer has none, what the member's
+// API server has. conflict is set when that object is not Fedwarden's and
+// fed does not opt in to adopting it.
+func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Member, fed, desired *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	lister, err := r.watches.lister(ctx, member)
+	if err != nil {
+		return nil, "", err
+	}
+	key := desired.GetName()
+	if ns := desired.GetNamespace(); ns != "" {
+		key = ns + "/" + key
+	}
+	if obj, err := lister.Get(key); err == nil {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			return u, "", nil
+		}
+	}
+	got, err := r.resource(member, desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading %s %s in cluster %s: %w", r.typ.Target.Kind, key, member.Name, err)
+	}
+	if got.GetLabels()[typesv1beta1.LabelManaged] == "true" || r.mayAdopt(fed, got) {
+		return got, "", nil
+	}
+	return nil, fmt.Sprintf("cluster %s already has %s %s, which Fedwarden does not manage; annotate the %s with %s: %s to take it over",
+		member.Name, r.typ.Target.Kind, key, r.typ.Federated.Kind, typesv1beta1.AnnotationConflictResolution, typesv1beta1.ConflictResolutionAdopt), nil
+}
+
+// mayAdopt tells whether fed may take over the unmanaged member object got.
+func (r *Reconciler) mayAdopt(fed, got *unstructured.Unstructured) bool {
+	if fed.GetAnnotations()[typesv1beta1.AnnotationConflictResolution] == typesv1beta1.ConflictResolutionAdopt {
+		return true
+	}
+	return r.typ.IsNamespace() && got.GetAnnotations()[typesv1beta1.AnnotationCreatedNamespace] == "true"
+}
+
+func (r *Reconciler) resource(member *clustercache.Member, namespace string) dynamic.ResourceInterface {
+	res := member.Dynamic.Resource(r.typ.TargetResource)
+	if r.typ.TargetNamespaced {
+		return res.Namespace(namespace)
+	}
+	return res
+}
+
+// apply writes desired with server-side apply, creating its namespace in
+// the member first if the member lacks it.
+func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	raw, err := json.Marshal(desired.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s: %w", r.typ.Target.Kind, desired.GetName(), err)
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true)}
+	res := r.resource(member, desired.GetNamespace())
+	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
+	memberWrites.WithLabelValues(member.Name, "apply").Inc()
+	if isNamespaceNotFound(err) {
+		if err := r.ensureNamespace(ctx, member, desired.GetNamespace()); err != nil {
+			return nil, err
+		}
+		applied, err = res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
+		memberWrites.WithLabelValues(member.Name, "apply").Inc()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s %s to cluster %s: %w", r.typ.Target.Kind, desired.GetName(), member.Name, err)
+	}
+	return applied, nil
+}
+
+func isNamespaceNotFound(err error) bool {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || !apierrors.IsNotFound(err) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// ensureNamespace creates namespace in the member, marked as created for
+// propagation.
+func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.Member, namespace string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:        namespace,
+		Annotations: map[string]string{typesv1beta1.AnnotationCreatedNamespace: "true"},
+	}}
+	_, err := member.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	memberWrites.WithLabelValues(member.Name, "create-namespace").Inc()
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s in cluster %s: %w", namespace, member.Name, err)
+	}
+	return nil
+}
+
+// deleteCopy deletes the managed member copy of fed in a cluster it is no
+// longer placed on. done is false when the cluster cannot be reached now.
+func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
+	if fc == nil {
+		return true, nil // the cluster left the federation
+	}
+	member, failed := r.reach(name, fc)
+	if failed != nil {
+		failed.message = "removal pending: " + failed.message
+		return false, failed
+	}
+	lister, err := r.watches.lister(ctx, member)
+	if err != nil {
+		res := unreachable(name, "removal pending: "+err.Error())
+		return false, &res
+	}
+	namespace := ""
+	if r.typ.TargetNamespaced {
+		namespace = fed.GetNamespace()
+	}
+	key := fed.GetName()
+	if namespace != "" {
+		key = namespace + "/" + key
+	}
+	obj, err := lister.Get(key)
+	if err != nil {
+		return true, nil // no managed copy
+	}
+	u, _ := obj.(*unstructured.Unstructured)
+	uid := u.GetUID()
+	err = r.resource(member, namespace).Delete(ctx, fed.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	memberWrites.WithLabelValues(member.Name, "delete").Inc()
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		res := applyFailed(name, fmt.Errorf("removal pending: deleting %s %s in cluster %s: %w", r.typ.Target.Kind, key, name, err), true)
+		return false, &res
+	}
+	return true, nil
+}

@@ -1,0 +1,115 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+)
+
+// memberWatches keeps, per member cluster, an informer on the managed
+// copies of one type; their events enqueue the federated resource.
+type memberWatches struct {
+	typ       Type
+	enqueue   func(reconcile.Request)
+	syncLimit time.Duration
+
+	mu        sync.Mutex
+	byCluster map[string]*memberWatch
+}
+
+type memberWatch struct {
+	member       *clustercache.Member
+	informer     cache.SharedIndexInformer
+	lister       cache.GenericLister
+	registration cache.ResourceEventHandlerRegistration
+}
+
+func newMemberWatches(typ Type, enqueue func(reconcile.Request), syncLimit time.Duration) *memberWatches {
+	return &memberWatches{typ: typ, enqueue: enqueue, syncLimit: syncLimit, byCluster: map[string]*memberWatch{}}
+}
+
+// lister returns a lister of the managed copies in member, starting the
+// informer the first time and waiting (bounded) until it has synced.
+func (w *memberWatches) lister(ctx context.Context, member *clustercache.Member) (cache.GenericLister, error) {
+	mw, err := w.watch(member)
+	if err != nil {
+		return nil, err
+	}
+	if !mw.informer.HasSynced() {
+		ctx, cancel := context.WithTimeout(ctx, w.syncLimit)
+		defer cancel()
+		if !cache.WaitForCacheSync(ctx.Done(), mw.registration.HasSynced) {
+			return nil, fmt.Errorf("listing %s in cluster %s: no answer within %s", w.typ.TargetResource.Resource, member.Name, w.syncLimit)
+		}
+	}
+	return mw.lister, nil
+}
+
+func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if mw, ok := w.byCluster[member.Name]; ok && mw.member == member {
+		return mw, nil
+	} else if ok {
+		_ = mw.informer.RemoveEventHandler(mw.registration)
+	}
+	gi := member.Managed.ForResource(w.typ.TargetResource)
+	inf := gi.Informer()
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.onEvent,
+		UpdateFunc: func(_, obj any) { w.onEvent(obj) },
+		DeleteFunc: w.onEvent,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching %s in cluster %s: %w", w.typ.TargetResource.Resource, member.Name, err)
+	}
+	member.Managed.Start(member.Context().Done())
+	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister(), registration: reg}
+	w.byCluster[member.Name] = mw
+	return mw, nil
+}
+
+// onEvent enqueues the federated resource of a member copy.
+func (w *memberWatches) onEvent(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	m, ok := obj.(interface {
+		GetNamespace() string
+		GetName() string
+	})
+	if !ok {
+		return
+	}
+	w.enqueue(reconcile.Request{NamespacedName: w.typ.federatedKey(m.GetNamespace(), m.GetName())})
+}
+
+// stop removes the event handlers; the informers end with their members.
+func (w *memberWatches) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, mw := range w.byCluster {
+		_ = mw.informer.RemoveEventHandler(mw.registration)
+		delete(w.byCluster, name)
+	}
+}
+
+// federatedKey returns the federated resource of the member copy
+// namespace/name.
+func (t Type) federatedKey(namespace, name string) types.NamespacedName {
+	switch {
+	case t.IsNamespace():
+		return types.NamespacedName{Namespace: name, Name: name}
+	case t.FederatedNamespaced:
+		return types.NamespacedName{Namespace: namespace, Name: name}
+	default:
+		return types.NamespacedName{Name: name}
+	}
+}

@@ -1,0 +1,41 @@
+package propagation
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// federatedChanged lets through changes a sync depends on: spec
+// (generation), labels, annotations (orphan, adoption, resync) and the
+// start of deletion; not the controller's own status writes.
+func federatedChanged() predicate.TypedPredicate[*unstructured.Unstructured] {
+	return predicate.Or[*unstructured.Unstructured](
+		predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{},
+		predicate.TypedAnnotationChangedPredicate[*unstructured.Unstructured]{},
+		predicate.TypedLabelChangedPredicate[*unstructured.Unstructured]{},
+		predicate.TypedFuncs[*unstructured.Unstructured]{
+			UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+					len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+			},
+		},
+	)
+}
+
+// clusterChanged lets through the FederatedCluster changes that change
+// placement or where copies may be written: creation, deletion, labels,
+// and the Ready condition's status.
+func clusterChanged() predicate.TypedPredicate[*corev1beta1.FederatedCluster] {
+	return predicate.TypedFuncs[*corev1beta1.FederatedCluster]{
+		UpdateFunc: func(e event.TypedUpdateEvent[*corev1beta1.FederatedCluster]) bool {
+			return !labels.Equals(e.ObjectOld.Labels, e.ObjectNew.Labels) ||
+				meta.IsStatusConditionTrue(e.ObjectOld.Status.Conditions, corev1beta1.ClusterReady) !=
+					meta.IsStatusConditionTrue(e.ObjectNew.Status.Conditions, corev1beta1.ClusterReady)
+		},
+	}
+}

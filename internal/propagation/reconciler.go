@@ -1,0 +1,324 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+)
+
+// Reconciler syncs the federated resources of one type.
+type Reconciler struct {
+	typ        Type
+	client     client.Client
+	clusters   *clustercache.Cache
+	watches    *memberWatches
+	namespaces Namespaces
+	notifier   NamespaceNotifier
+	opts       Options
+	now        func() time.Time
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// Reconcile syncs one federated resource to its clusters.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	fed := r.typ.newFederated()
+	if err := r.client.Get(ctx, req.NamespacedName, fed); err != nil {
+		return reconcile.Result{}, ignoreNotFound(err)
+	}
+	if !fed.GetDeletionTimestamp().IsZero() {
+		return r.reconcileDelete(ctx, fed)
+	}
+	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
+		before := fed.DeepCopy()
+		controllerutil.AddFinalizer(fed, typesv1beta1.FinalizerSync)
+		if err := r.client.Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+		}
+	}
+	return r.reconcileNormal(ctx, fed)
+}
+
+// clusterSet is the joined clusters by name.
+type clusterSet map[string]*corev1beta1.FederatedCluster
+
+func (r *Reconciler) listClusters(ctx context.Context) (clusterSet, []corev1beta1.FederatedCluster, error) {
+	var list corev1beta1.FederatedClusterList
+	if err := r.client.List(ctx, &list); err != nil {
+		return nil, nil, fmt.Errorf("listing FederatedClusters: %w", err)
+	}
+	set := clusterSet{}
+	for i := range list.Items {
+		set[list.Items[i].Name] = &list.Items[i]
+	}
+	return set, list.Items, nil
+}
+
+func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
+	spec, err := parseSpec(fed)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
+	set, list, err := r.listClusters(ctx)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	placed, err := place(spec.Placement, list)
+	if err != nil {
+		return reconcile.Result{}, reconcile.TerminalError(err)
+	}
+	placed, placementReason, placementMessage, err := r.restrictToNamespace(ctx, fed, placed)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	cpv, err := r.ensureCPV(ctx, fed, placed)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	v := nextVersions(cpv.Status, contentHash(template(fed)), contentHash(spec.Overrides))
+	results := r.syncAll(ctx, fed, spec, placed, set, v)
+	results = append(results, r.removeUnplaced(ctx, fed, placed, cpv, set)...)
+	if err := r.writeCPVStatus(ctx, cpv, v, len(placed), results, fed.GetGeneration()); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.writeFederatedStatus(ctx, fed, len(placed), results, placementReason, placementMessage); err != nil {
+		return reconcile.Result{}, err
+	}
+	if slices.ContainsFunc(results, func(res clusterResult) bool { return res.retry }) {
+		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// restrictToNamespace keeps a namespaced resource to the clusters its
+// namespace is federated to, when namespaces are federated (KubeFed's
+// rule); for a FederatedNamespace it tells the resources in its namespace
+// when its placement changes.
+func (r *Reconciler) restrictToNamespace(ctx context.Context, fed *unstructured.Unstructured, placed []string) ([]string, string, string, error) {
+	if !r.typ.TargetNamespaced || r.namespaces == nil {
+		return placed, "", "", nil
+	}
+	gvk, federated := r.namespaces.FederatedNamespaceKind()
+	if !federated {
+		return placed, "", "", nil
+	}
+	fns := &unstructured.Unstructured{}
+	fns.SetGroupVersionKind(gvk)
+	err := r.client.Get(ctx, types.NamespacedName{Namespace: fed.GetNamespace(), Name: fed.GetNamespace()}, fns)
+	if apierrors.IsNotFound(err) {
+		return nil, typesv1beta1.ReasonNamespaceNotFederated, fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to", fed.GetNamespace(), gvk.Kind), nil
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reading %s %s: %w", gvk.Kind, fed.GetNamespace(), err)
+	}
+	nsSpec, err := parseSpec(fns)
+	if err != nil {
+		return nil, "", "", err
+	}
+	_, list, err := r.listClusters(ctx)
+	if err != nil {
+		return nil, "", "", err
+	}
+	nsPlaced, err := place(nsSpec.Placement, list)
+	if err != nil {
+		return nil, "", "", nil
+	}
+	return intersect(placed, nsPlaced), "", "", nil
+}
+
+// syncAll syncs the placed clusters in parallel.
+func (r *Reconciler) syncAll(ctx context.Context, fed *unstructured.Unstructured, spec federated, placed []string, set clusterSet, v versions) []clusterResult {
+	results := make([]clusterResult, len(placed))
+	var wg sync.WaitGroup
+	for i, name := range placed {
+		wg.Go(func() { results[i] = r.syncCluster(ctx, fed, spec, name, set[name], v) })
+	}
+	wg.Wait()
+	return results
+}
+
+// removeUnplaced deletes the copies in clusters the resource left; those
+// that cannot be deleted yet are returned, to stay in the CPV.
+func (r *Reconciler) removeUnplaced(ctx context.Context, fed *unstructured.Unstructured, placed []string, cpv *typesv1beta1.ClusterPropagatedVersion, set clusterSet) []clusterResult {
+	var pending []clusterResult
+	for _, cv := range cpv.Status.ClusterVersions {
+		name := string(cv.ClusterName)
+		if slices.Contains(placed, name) {
+			continue
+		}
+		if done, failed := r.deleteCopy(ctx, fed, name, set[name]); !done {
+			pending = append(pending, *failed)
+		}
+	}
+	return pending
+}
+
+// reconcileDelete deletes every member copy, unless the resource is
+// annotated to orphan them, then lets the resource go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
+		return reconcile.Result{}, nil
+	}
+	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" {
+		if pending, err := r.deleteAllCopies(ctx, fed); err != nil || len(pending) > 0 {
+			if err == nil {
+				err = fmt.Errorf("deleting member copies: waiting for clusters %v", pending)
+			}
+			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, err
+		}
+	}
+	if r.typ.IsNamespace() && r.notifier != nil {
+		r.notifier.NamespaceChanged(fed.GetName())
+	}
+	before := fed.DeepCopy()
+	controllerutil.RemoveFinalizer(fed, typesv1beta1.FinalizerSync)
+	if err := r.client.Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+		return reconcile.Result{}, ignoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// deleteAllCopies deletes the copies in every cluster the CPV records or
+// the placement names, and returns the clusters that could not be reached.
+func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unstructured) ([]string, error) {
+	set, _, err := r.listClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := []string{}
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	if err := r.client.Get(ctx, r.cpvKey(fed), cpv); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading the ClusterPropagatedVersion: %w", err)
+	}
+	for _, cv := range cpv.Status.ClusterVersions {
+		names = append(names, string(cv.ClusterName))
+	}
+	if spec, err := parseSpec(fed); err == nil {
+		if placed, err := place(spec.Placement, nil); err == nil {
+			names = append(names, placed...)
+		}
+	}
+	slices.Sort(names)
+	var pending []string
+	for _, name := range slices.Compact(names) {
+		if done, _ := r.deleteCopy(ctx, fed, name, set[name]); !done {
+			pending = append(pending, name)
+		}
+	}
+	return pending, nil
+}
+
+func (r *Reconciler) cpvKey(fed *unstructured.Unstructured) types.NamespacedName {
+	ns := fed.GetNamespace()
+	if ns == "" {
+		ns = r.opts.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: r.typ.CPVName(fed.GetName())}
+}
+
+// ensureCPV returns the resource's ClusterPropagatedVersion, creating it or
+// updating its spec when they differ from fed and the placement.
+func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, placed []string) (*typesv1beta1.ClusterPropagatedVersion, error) {
+	key := r.cpvKey(fed)
+	want := typesv1beta1.ClusterPropagatedVersionSpec{
+		Template:           fed.GetName(),
+		TemplateKind:       r.typ.Federated.Kind,
+		TemplateAPIVersion: r.typ.Federated.GroupVersion().String(),
+	}
+	for _, name := range placed {
+		want.Clusters = append(want.Clusters, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name)})
+	}
+	owner := metav1.OwnerReference{
+		APIVersion: r.typ.Federated.GroupVersion().String(), Kind: r.typ.Federated.Kind,
+		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
+	}
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	err := r.client.Get(ctx, key, cpv)
+	if apierrors.IsNotFound(err) {
+		cpv = &typesv1beta1.ClusterPropagatedVersion{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+			Spec:       want,
+		}
+		if err := r.client.Create(ctx, cpv); err != nil {
+			return nil, fmt.Errorf("creating ClusterPropagatedVersion %s: %w", key, err)
+		}
+		return cpv, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", key, err)
+	}
+	if equality.Semantic.DeepEqual(cpv.Spec, want) && slices.Equal(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
+		return cpv, nil
+	}
+	if r.typ.IsNamespace() && r.notifier != nil && !sameNames(clusterNames(cpv.Spec.Clusters), placed) {
+		defer r.notifier.NamespaceChanged(fed.GetName())
+	}
+	before := cpv.DeepCopy()
+	cpv.Spec = want
+	cpv.OwnerReferences = []metav1.OwnerReference{owner}
+	if err := r.client.Patch(ctx, cpv, client.MergeFrom(before)); err != nil {
+		return nil, fmt.Errorf("updating ClusterPropagatedVersion %s: %w", key, err)
+	}
+	return cpv, nil
+}
+
+func clusterNames(cs []typesv1beta1.PlacedCluster) []string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, string(c.Name))
+	}
+	return names
+}
+
+// writeCPVStatus writes the CPV status when it changed.
+func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, v versions, placed int, results []clusterResult, generation int64) error {
+	next := cpvStatus(cpv.Status, v, placed, results, generation, metav1.NewTime(r.now()))
+	if equality.Semantic.DeepEqual(cpv.Status, next) {
+		return nil
+	}
+	before := cpv.DeepCopy()
+	cpv.Status = next
+	if err := r.client.Status().Patch(ctx, cpv, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
+	}
+	return nil
+}
+
+// writeFederatedStatus writes the federated resource's status when it
+// changed.
+func (r *Reconciler) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, placed int, results []clusterResult, placementReason, placementMessage string) error {
+	var old typesv1beta1.FederatedStatus
+	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &old)
+	}
+	next := federatedStatus(old, r.typ, placed, results, placementReason, placementMessage, fed.GetGeneration(), metav1.NewTime(r.now()))
+	if equality.Semantic.DeepEqual(old, next) {
+		return nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
+	if err != nil {
+		return fmt.Errorf("encoding the status: %w", err)
+	}
+	before := fed.DeepCopy()
+	fed.Object["status"] = raw
+	if err := r.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing the status of %s %s: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err)
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package propagation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"encoding/json"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// maxListedClusters bounds how many clusters a condition message names.
+const maxListedClusters = 5
+
+// cpvStatus returns the ClusterPropagatedVersion status after a sync:
+// the current versions and an entry per cluster in results.
+func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v versions, placed int, results []clusterResult, generation int64, now metav1.Time) typesv1beta1.ClusterPropagatedVersionStatus {
+	st := typesv1beta1.ClusterPropagatedVersionStatus{
+		TemplateVersion: v.template, OverrideVersion: v.override,
+		TemplateHash: v.templateHash, OverrideHash: v.overrideHash,
+		Conditions: slices.Clone(old.Conditions),
+	}
+	previous := map[string]typesv1beta1.ClusterVersion{}
+	for _, cv := range old.ClusterVersions {
+		previous[string(cv.ClusterName)] = cv
+	}
+	drifted := int32(0)
+	for _, res := range results {
+		cv := clusterVersion(previous[res.name], res, v, now)
+		if cv.State != typesv1beta1.InSync {
+			drifted++
+		}
+		st.ClusterVersions = append(st.ClusterVersions, cv)
+	}
+	slices.SortFunc(st.ClusterVersions, func(a, b typesv1beta1.ClusterVersion) int {
+		return strings.Compare(string(a.ClusterName), string(b.ClusterName))
+	})
+	st.ClusterCount = new(int32(placed))
+	st.DriftedClusters = new(drifted)
+	reason, message := propagatedReason(placed, results)
+	setCondition(&st.Conditions, typesv1beta1.CPVPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
+	if drifted > 0 {
+		setCondition(&st.Conditions, typesv1beta1.CPVDrifted, true, typesv1beta1.ReasonClustersDrifted, listNotInSync(results), generation, now)
+	} else {
+		setCondition(&st.Conditions, typesv1beta1.CPVDrifted, false, typesv1beta1.ReasonAllInSync, "every cluster has the current versions", generation, now)
+	}
+	return st
+}
+
+// clusterVersion is the CPV entry of one cluster.
+func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v versions, now metav1.Time) typesv1beta1.ClusterVersion {
+	cv := typesv1beta1.ClusterVersion{
+		ClusterName:     typesv1beta1.ClusterName(res.name),
+		State:           res.state,
+		Message:         bounded(res.message, 1024),
+		Version:         prev.Version,
+		TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion,
+		ObservedGeneration: prev.ObservedGeneration,
+	}
+	if res.object != nil {
+		cv.Version = res.object.GetResourceVersion()
+		cv.ObservedGeneration = res.object.GetGeneration()
+		a := res.object.GetAnnotations()
+		cv.TemplateVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationTemplateVersion])
+		cv.OverrideVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationOverrideVersion])
+	}
+	if res.state == typesv1beta1.InSync {
+		// The copy's content is that of the current versions, even when it
+		// was written at an earlier override version that did not change
+		// this cluster's part.
+		cv.TemplateVersion, cv.OverrideVersion = v.template, v.override
+		return cv
+	}
+	cv.DriftedSince = prev.DriftedSince
+	if cv.DriftedSince == nil || prev.State == typesv1beta1.InSync {
+		cv.DriftedSince = &now
+	}
+	return cv
+}
+
+// propagatedReason is the reason and message of the Propagated condition.
+func propagatedReason(placed int, results []clusterResult) (string, string) {
+	if placed == 0 {
+		return typesv1beta1.ReasonNoClusters, "the placement selects no cluster"
+	}
+	if failed := listNotInSync(results); failed != "" {
+		return typesv1beta1.ReasonPropagationFailed, failed
+	}
+	return typesv1beta1.ReasonPropagated, fmt.Sprintf("%d of %d clusters have the current version", placed, placed)
+}
+
+// listNotInSync names the clusters that are not InSync and why, bounded.
+func listNotInSync(results []clusterResult) string {
+	var parts []string
+	n := 0
+	for _, res := range results {
+		if res.state == typesv1beta1.InSync {
+			continue
+		}
+		n++
+		if len(parts) < maxListedClusters {
+			parts = append(parts, fmt.Sprintf("%s: %s: %s", res.name, res.reason, res.message))
+		}
+	}
+	if n > maxListedClusters {
+		parts = append(parts, fmt.Sprintf("and %d more", n-maxListedClusters))
+	}
+	return bounded(strings.Join(parts, "; "), 4096)
+}
+
+func setCondition(conds *[]metav1.Condition, typ string, status bool, reason, message string, generation int64, now metav1.Time) {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
+}
+
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-len("…")] + "…"
+}
+
+// federatedStatus returns the federated resource's status after a sync.
+func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, placed int, results []clusterResult, placementReason, placementMessage string, generation int64, now metav1.Time) typesv1beta1.FederatedStatus {
+	st := typesv1beta1.FederatedStatus{
+		ObservedGeneration: generation,
+		Conditions:         slices.Clone(old.Conditions),
+		ClusterCount:       new(int32(placed)),
+	}
+	for _, res := range results {
+		ps := typesv1beta1.PropagationStatus{Name: typesv1beta1.ClusterName(res.name), Reason: res.reason}
+		if res.state != typesv1beta1.InSync {
+			ps.Message = bounded(res.message, 1024)
+		}
+		if typ.CollectStatus && res.object != nil {
+			ps.RemoteStatus = remoteStatus(typ, res.object)
+		}
+		st.Clusters = append(st.Clusters, ps)
+	}
+	slices.SortFunc(st.Clusters, func(a, b typesv1beta1.PropagationStatus) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	reason, message := propagatedReason(placed, results)
+	if placementReason != "" {
+		reason, message = placementReason, placementMessage
+	}
+	setCondition(&st.Conditions, typesv1beta1.FederatedPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
+	return st
+}
+
+// deploymentStatusFields are the fields collected from a member Deployment.
+var deploymentStatusFields = []string{"replicas", "updatedReplicas", "readyReplicas", "availableReplicas", "observedGeneration"}
+
+// remoteStatus returns the collected status of a member copy: for a
+// Deployment the replica counts, for other kinds the whole status.
+func remoteStatus(typ Type, obj *unstructured.Unstructured) *apiextensionsv1.JSON {
+	status, found, _ := unstructured.NestedMap(obj.Object, "status")
+	if !found {
+		return nil
+	}
+	if typ.Target.Group == "apps" && typ.Target.Kind == "Deployment" {
+		picked := map[string]any{}
+		for _, f := range deploymentStatusFields {
+			if v, ok := status[f]; ok {
+				picked[f] = v
+			}
+		}
+		status = picked
+	}
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return nil
+	}
+	return &apiextensionsv1.JSON{Raw: raw}
+}

@@ -1,0 +1,53 @@
+package propagation
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// Type is one enabled federated type: the Federated<Kind> on the host and
+// the kind written to members.
+type Type struct {
+	// Name is the FederatedTypeConfig's name, for example deployments.apps.
+	Name string
+	// Federated is the kind of the federated resources on the host.
+	Federated schema.GroupVersionKind
+	// Target is the kind written to members, and its resource.
+	Target         schema.GroupVersionKind
+	TargetResource schema.GroupVersionResource
+	// TargetNamespaced tells whether member copies are namespaced.
+	TargetNamespaced bool
+	// FederatedNamespaced tells whether the federated resources are.
+	FederatedNamespaced bool
+	// CollectStatus copies each member's status onto the host.
+	CollectStatus bool
+}
+
+// TypeFromConfig returns the Type a FederatedTypeConfig describes.
+func TypeFromConfig(ftc *corev1beta1.FederatedTypeConfig) Type {
+	t, f := ftc.Spec.TargetType, ftc.Spec.FederatedType
+	return Type{
+		Name:                ftc.Name,
+		Federated:           schema.GroupVersionKind{Group: f.Group, Version: f.Version, Kind: f.Kind},
+		Target:              schema.GroupVersionKind{Group: t.Group, Version: t.Version, Kind: t.Kind},
+		TargetResource:      schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.PluralName},
+		TargetNamespaced:    t.Scope == corev1beta1.NamespaceScoped,
+		FederatedNamespaced: f.Scope == corev1beta1.NamespaceScoped,
+		CollectStatus:       ftc.Spec.StatusCollection != nil && *ftc.Spec.StatusCollection == corev1beta1.Enabled,
+	}
+}
+
+// IsNamespace tells whether the type federates Namespaces: a
+// FederatedNamespace lives in the namespace it federates.
+func (t Type) IsNamespace() bool {
+	return t.Target.Group == "" && t.Target.Kind == "Namespace"
+}
+
+// CPVName is the name of the ClusterPropagatedVersion of the federated
+// resource called name: <lower-case target kind>-<name>.
+func (t Type) CPVName(name string) string {
+	return strings.ToLower(t.Target.Kind) + "-" + name
+}

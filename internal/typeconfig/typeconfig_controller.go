@@ -1,0 +1,260 @@
+package typeconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "federatedtypeconfig"
+
+// notServedRetry is how soon a type the host does not serve yet is looked
+// at again (its CRD may be on its way, as with `fedwarden enable`).
+const notServedRetry = 3 * time.Second
+
+// Reconciler runs one propagation controller per enabled type.
+type Reconciler struct {
+	mgr      manager.Manager
+	client   client.Client
+	clusters *clustercache.Cache
+	opts     propagation.Options
+
+	started chan struct{}   // closed once the manager's context is known
+	baseCtx context.Context // the manager's context: controllers run under it
+
+	mu      sync.Mutex
+	running map[string]*running // by FederatedTypeConfig name
+}
+
+type running struct {
+	ctrl   *propagation.Controller
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var (
+	_ reconcile.Reconciler = (*Reconciler)(nil)
+	_ manager.Runnable     = (*Reconciler)(nil)
+)
+
+// NewReconciler returns the federation controller.
+func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propagation.Options) *Reconciler {
+	return &Reconciler{
+		mgr: mgr, client: mgr.GetClient(), clusters: clusters, opts: opts,
+		started: make(chan struct{}), running: map[string]*running{},
+	}
+}
+
+// SetupWithManager registers the controller, and the runnable that lends
+// its context to the propagation controllers.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.Add(r); err != nil {
+		return fmt.Errorf("adding the %s runnable: %w", ControllerName, err)
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&corev1beta1.FederatedTypeConfig{}).
+		Complete(r)
+}
+
+// Start keeps the manager's context for the propagation controllers and
+// stops them all when it ends.
+func (r *Reconciler) Start(ctx context.Context) error {
+	r.baseCtx = ctx
+	close(r.started)
+	<-ctx.Done()
+	r.mu.Lock()
+	names := make([]string, 0, len(r.running))
+	for name := range r.running {
+		names = append(names, name)
+	}
+	r.mu.Unlock()
+	for _, name := range names {
+		r.stop(name)
+	}
+	return nil
+}
+
+// NeedLeaderElection: only the leader propagates.
+func (r *Reconciler) NeedLeaderElection() bool { return true }
+
+// Reconcile starts, restarts or stops the propagation controller of one
+// FederatedTypeConfig and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return reconcile.Result{}, ctx.Err()
+	}
+	ftc := &corev1beta1.FederatedTypeConfig{}
+	if err := r.client.Get(ctx, req.NamespacedName, ftc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.stop(req.Name)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("reading FederatedTypeConfig %s: %w", req.Name, err)
+	}
+	if !ftc.DeletionTimestamp.IsZero() {
+		r.stop(ftc.Name)
+		return reconcile.Result{}, nil
+	}
+	state, retry := r.converge(ftc)
+	if err := r.writeStatus(ctx, ftc, state); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: retry}, nil
+}
+
+// state is what the status of a FederatedTypeConfig reports.
+type state struct {
+	running         bool
+	reason, message string
+}
+
+// converge makes the running controller match ftc.
+func (r *Reconciler) converge(ftc *corev1beta1.FederatedTypeConfig) (state, time.Duration) {
+	if ftc.Spec.Propagation == corev1beta1.Disabled {
+		r.stop(ftc.Name)
+		return state{reason: corev1beta1.ReasonPropagationDisabled, message: "spec.propagation is Disabled: member copies are left as they are"}, 0
+	}
+	typ := propagation.TypeFromConfig(ftc)
+	if err := r.served(typ); err != nil {
+		r.stop(ftc.Name)
+		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
+	}
+	if err := r.ensureRunning(typ); err != nil {
+		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
+	}
+	return state{running: true, reason: corev1beta1.ReasonControllerRunning, message: fmt.Sprintf("propagating %s to member clusters as %s", typ.Federated.Kind, typ.Target.Kind)}, 0
+}
+
+// served checks that the host serves the federated and the target kinds.
+func (r *Reconciler) served(typ propagation.Type) error {
+	mapper := r.mgr.GetRESTMapper()
+	var errs []error
+	for _, gvk := range []schema.GroupVersionKind{typ.Federated, typ.Target} {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			errs = append(errs, fmt.Errorf("the host does not serve %s (is its CRD installed? 'fedwarden enable' installs it)", gvk))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ensureRunning starts the controller of typ, replacing one that runs with
+// other settings.
+func (r *Reconciler) ensureRunning(typ propagation.Type) error {
+	r.mu.Lock()
+	run, ok := r.running[typ.Name]
+	r.mu.Unlock()
+	if ok && run.ctrl.Type() == typ {
+		return nil
+	}
+	if ok {
+		r.stop(typ.Name)
+	}
+	c, err := propagation.New(r.mgr, typ, r.clusters, r, r, r.opts)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(r.baseCtx)
+	run = &running{ctrl: c, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(run.done)
+		if err := c.Start(ctx); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Propagation controller stopped", "type", typ.Name)
+		}
+	}()
+	r.mu.Lock()
+	r.running[typ.Name] = run
+	r.mu.Unlock()
+	ctrl.LoggerFrom(r.baseCtx).Info("Started the propagation controller", "type", typ.Name)
+	return nil
+}
+
+// stop stops the controller of the named type and waits until it has
+// stopped. It does not hold the lock while waiting: a stopping controller's
+// reconciles may still ask about namespaces.
+func (r *Reconciler) stop(name string) {
+	r.mu.Lock()
+	run, ok := r.running[name]
+	delete(r.running, name)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	run.cancel()
+	<-run.done
+	ctrl.LoggerFrom(r.baseCtx).Info("Stopped the propagation controller", "type", name)
+}
+
+// FederatedNamespaceKind returns the kind of FederatedNamespaces, when
+// namespaces are federated.
+func (r *Reconciler) FederatedNamespaceKind() (schema.GroupVersionKind, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, run := range r.running {
+		if t := run.ctrl.Type(); t.IsNamespace() {
+			return t.Federated, true
+		}
+	}
+	return schema.GroupVersionKind{}, false
+}
+
+// NamespaceChanged syncs again every namespaced federated resource in
+// namespace.
+func (r *Reconciler) NamespaceChanged(namespace string) {
+	r.mu.Lock()
+	var ctrls []*propagation.Controller
+	for _, run := range r.running {
+		if t := run.ctrl.Type(); t.TargetNamespaced {
+			ctrls = append(ctrls, run.ctrl)
+		}
+	}
+	r.mu.Unlock()
+	for _, c := range ctrls {
+		go func() {
+			if err := c.EnqueueNamespace(r.baseCtx, namespace); err != nil {
+				ctrl.LoggerFrom(r.baseCtx).Error(err, "Syncing a namespace again", "namespace", namespace)
+			}
+		}()
+	}
+}
+
+// writeStatus writes the FederatedTypeConfig's status when it changed.
+func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, s state) error {
+	next := *ftc.Status.DeepCopy()
+	next.ObservedGeneration = ftc.Generation
+	next.PropagationController = corev1beta1.ControllerStatusNotRunning
+	cond := metav1.Condition{Type: corev1beta1.TypeConfigEstablished, Status: metav1.ConditionFalse, Reason: s.reason, Message: s.message, ObservedGeneration: ftc.Generation}
+	if s.running {
+		next.PropagationController = corev1beta1.ControllerStatusRunning
+		cond.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&next.Conditions, cond)
+	if equality.Semantic.DeepEqual(ftc.Status, next) {
+		return nil
+	}
+	before := ftc.DeepCopy()
+	ftc.Status = next
+	if err := r.client.Status().Patch(ctx, ftc, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("writing the status of FederatedTypeConfig %s: %w", ftc.Name, err)
+	}
+	return nil
+}
