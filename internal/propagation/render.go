@@ -9,6 +9,7 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
@@ -128,7 +129,8 @@ func applyOverrides(obj map[string]any, overrides []typesv1beta1.Override) (map[
 		}
 	}
 	out := map[string]any{}
-	if err := json.Unmarshal(doc, &out); err != nil {
+	// Integers stay int64, as in objects read from an API server.
+	if err := utiljson.Unmarshal(doc, &out); err != nil {
 		return nil, fmt.Errorf("decoding the rendered object: %w", err)
 	}
 	return out, nil

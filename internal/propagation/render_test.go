@@ -1,0 +1,163 @@
+package propagation
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+var deployments = Type{
+	Name:             "deployments.apps",
+	Federated:        schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"},
+	Target:           schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+	TargetResource:   schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
+	TargetNamespaced: true, FederatedNamespaced: true,
+}
+
+func mustDecode(t *testing.T, s string) *unstructured.Unstructured {
+	t.Helper()
+	raw, err := yaml.YAMLToJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// KubeFed's sample1 FederatedDeployment, with its overrides for cluster2.
+const sample = `
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: test-deployment, namespace: test-namespace, uid: abc, resourceVersion: "7"}
+spec:
+  template:
+    metadata: {labels: {app: nginx}, annotations: {a: b}, uid: "ignored"}
+    spec:
+      replicas: 3
+      selector: {matchLabels: {app: nginx}}
+      template:
+        metadata: {labels: {app: nginx}}
+        spec: {containers: [{image: nginx, name: nginx}]}
+    status: {replicas: 9}
+  placement: {clusters: [{name: cluster2}, {name: cluster1}]}
+  overrides:
+  - clusterName: cluster2
+    clusterOverrides:
+    - {path: /spec/replicas, value: 5}
+    - {path: /spec/template/spec/containers/0/image, value: "nginx:1.17.0-alpine"}
+    - {path: /metadata/annotations, op: add, value: {foo: bar}}
+    - {path: /metadata/annotations/foo, op: remove}
+`
+
+func TestRenderKubeFedSample(t *testing.T) {
+	fed := mustDecode(t, sample)
+	spec, err := parseSpec(fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := render(deployments, fed, spec.overridesFor("cluster1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overridden, err := render(deployments, fed, spec.overridesFor("cluster2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		obj      *unstructured.Unstructured
+		replicas int64
+		image    string
+		annots   map[string]string
+	}{
+		{plain, 3, "nginx", map[string]string{"a": "b"}},
+		// "add /metadata/annotations" replaces the map, then foo is removed.
+		{overridden, 5, "nginx:1.17.0-alpine", map[string]string{}},
+	} {
+		if tc.obj.GetAPIVersion() != "apps/v1" || tc.obj.GetKind() != "Deployment" || tc.obj.GetName() != "test-deployment" || tc.obj.GetNamespace() != "test-namespace" {
+			t.Errorf("identity = %s %s %s/%s", tc.obj.GetAPIVersion(), tc.obj.GetKind(), tc.obj.GetNamespace(), tc.obj.GetName())
+		}
+		if r, _, _ := unstructured.NestedInt64(tc.obj.Object, "spec", "replicas"); r != tc.replicas {
+			t.Errorf("replicas = %d, want %d", r, tc.replicas)
+		}
+		containers, _, _ := unstructured.NestedSlice(tc.obj.Object, "spec", "template", "spec", "containers")
+		if img := containers[0].(map[string]any)["image"]; img != tc.image {
+			t.Errorf("image = %v, want %s", img, tc.image)
+		}
+		if got := tc.obj.GetAnnotations(); len(got) != len(tc.annots) || got["a"] != tc.annots["a"] {
+			t.Errorf("annotations = %v, want %v", got, tc.annots)
+		}
+		if tc.obj.GetLabels()[typesv1beta1.LabelManaged] != "true" || tc.obj.GetLabels()["app"] != "nginx" {
+			t.Errorf("labels = %v", tc.obj.GetLabels())
+		}
+		if tc.obj.GetUID() != "" || tc.obj.GetResourceVersion() != "" {
+			t.Error("server-set metadata leaked from the template or the federated object")
+		}
+		if _, found := tc.obj.Object["status"]; found {
+			t.Error("the template's status was kept")
+		}
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(fed.Object, "spec", "template", "spec", "replicas"); !found {
+		t.Error("render changed the federated object")
+	}
+}
+
+func TestRenderOverrideErrorsNameTheOverride(t *testing.T) {
+	fed := mustDecode(t, sample)
+	value := &apiextensionsv1.JSON{Raw: []byte(`"x"`)}
+	tests := []struct {
+		name string
+		o    typesv1beta1.Override
+		want string
+	}{
+		{"index out of range", typesv1beta1.Override{Path: "/spec/template/spec/containers/5/image", Value: value}, "override 0 (replace /spec/template/spec/containers/5/image)"},
+		{"replace of a missing field", typesv1beta1.Override{Path: "/spec/paused", Value: value}, "does not apply to the template"},
+		{"remove of a missing field", typesv1beta1.Override{Op: "remove", Path: "/metadata/labels/nope"}, "override 0 (remove /metadata/labels/nope)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := render(deployments, fed, []typesv1beta1.Override{tt.o})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderNamespaceAndClusterScoped(t *testing.T) {
+	ns := Type{Target: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, FederatedNamespaced: true}
+	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedNamespace, metadata: {name: team-a, namespace: team-a}, spec: {}}`)
+	obj, err := render(ns, fed, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if obj.GetName() != "team-a" || obj.GetNamespace() != "" || obj.GetKind() != "Namespace" {
+		t.Errorf("rendered %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
+	}
+	if got := ns.federatedKey("", "team-a"); got.Namespace != "team-a" || got.Name != "team-a" {
+		t.Errorf("federatedKey of Namespace team-a = %v", got)
+	}
+	if got := ns.CPVName("team-a"); got != "namespace-team-a" {
+		t.Errorf("CPVName = %s", got)
+	}
+}
+
+func TestContentHashIsStable(t *testing.T) {
+	a := mustDecode(t, `{kind: K, b: 1, a: {d: [1, 2], c: x}}`)
+	b := mustDecode(t, `{a: {c: x, d: [1, 2]}, b: 1, kind: K}`)
+	if contentHash(a.Object) != contentHash(b.Object) {
+		t.Error("the hash depends on key order")
+	}
+	c := mustDecode(t, `{a: {c: x, d: [2, 1]}, b: 1, kind: K}`)
+	if contentHash(a.Object) == contentHash(c.Object) {
+		t.Error("the hash ignores list order")
+	}
+}

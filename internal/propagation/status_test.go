@@ -1,0 +1,70 @@
+package propagation
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+func memberCopy(rv string, generation int64, templateVersion, overrideVersion string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetResourceVersion(rv)
+	u.SetGeneration(generation)
+	u.SetAnnotations(map[string]string{
+		typesv1beta1.AnnotationTemplateVersion: templateVersion,
+		typesv1beta1.AnnotationOverrideVersion: overrideVersion,
+	})
+	return u
+}
+
+func TestCPVStatus(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	v := versions{template: "2", override: "3", templateHash: "t", overrideHash: "o"}
+	results := []clusterResult{
+		// Written at override version 1, whose content for this cluster
+		// has not changed since: InSync at the current versions.
+		inSync("b", memberCopy("100", 4, "2", "1")),
+		applyFailed("a", errors.New("override 0 does not apply"), false),
+		unreachable("c", "cluster c is not Ready"),
+	}
+	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{}, v, 3, results, 5, t0)
+	if st.TemplateVersion != "2" || st.OverrideVersion != "3" || *st.ClusterCount != 3 || *st.DriftedClusters != 2 {
+		t.Fatalf("status = %+v", st)
+	}
+	names := []string{}
+	for _, cv := range st.ClusterVersions {
+		names = append(names, string(cv.ClusterName))
+	}
+	if names[0] != "a" || names[1] != "b" || names[2] != "c" {
+		t.Errorf("entries not sorted by cluster: %v", names)
+	}
+	b := st.ClusterVersions[1]
+	if b.State != typesv1beta1.InSync || b.Version != "100" || b.ObservedGeneration != 4 || b.TemplateVersion != "2" || b.OverrideVersion != "3" || b.DriftedSince != nil {
+		t.Errorf("in-sync entry = %+v", b)
+	}
+	a := st.ClusterVersions[0]
+	if a.State != typesv1beta1.ApplyFailed || a.Message != "override 0 does not apply" || a.DriftedSince == nil || !a.DriftedSince.Equal(&t0) {
+		t.Errorf("failed entry = %+v", a)
+	}
+	if !meta.IsStatusConditionTrue(st.Conditions, typesv1beta1.CPVDrifted) || meta.IsStatusConditionTrue(st.Conditions, typesv1beta1.CPVPropagated) {
+		t.Errorf("conditions = %+v", st.Conditions)
+	}
+	// The same observation a minute later changes nothing: no write.
+	again := cpvStatus(st, v, 3, results, 5, t1)
+	if !equality.Semantic.DeepEqual(st, again) {
+		t.Errorf("a repeated sync changed the status:\n%+v\n%+v", st, again)
+	}
+	// All in sync: Propagated, not Drifted.
+	healed := cpvStatus(st, v, 1, []clusterResult{inSync("a", memberCopy("101", 1, "2", "3"))}, 5, t1)
+	if !meta.IsStatusConditionTrue(healed.Conditions, typesv1beta1.CPVPropagated) || meta.IsStatusConditionTrue(healed.Conditions, typesv1beta1.CPVDrifted) || healed.ClusterVersions[0].DriftedSince != nil {
+		t.Errorf("healed status = %+v", healed)
+	}
+}
