@@ -1,0 +1,425 @@
+// Package propagation measures how fast Fedwarden propagates federated
+// resources to member clusters, beside a direct client writing the same
+// objects to the members. Results and the command that reproduces them are
+// in bench/RESULTS.md.
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+const namespace = "bench"
+
+// bed is a host with three joined members and a controller-manager.
+type bed struct {
+	fed     *localfed.Federation
+	bin     string
+	dir     string
+	cm      *fedtest.ControllerManager
+	host    client.Client
+	members []kubernetes.Interface
+}
+
+func startBed(b *testing.B) *bed {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("needs real API servers")
+	}
+	dir := b.TempDir()
+	bin, err := fedtest.Build(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := localfed.Start(context.Background(), localfed.WithMembers(3))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Stop() })
+	bd := &bed{fed: f, bin: bin, dir: dir}
+	bd.startControllerManager(b)
+	b.Cleanup(func() { _ = bd.cm.Stop() })
+	for _, m := range f.Members {
+		r, err := fedtest.Run(context.Background(), bin, fedtest.JoinArgs(f, m, m.Name)...)
+		if err != nil || r.Code != 0 {
+			b.Fatalf("join %s: %v %s", m.Name, err, r)
+		}
+		kc, err := kubernetes.NewForConfig(fastConfig(m.Config))
+		if err != nil {
+			b.Fatal(err)
+		}
+		bd.members = append(bd.members, kc)
+	}
+	if bd.host, err = client.New(fastConfig(f.Host.Config), client.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, c := range append([]kubernetes.Interface{mustKube(b, f.Host.Config)}, bd.members...) {
+		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bd.enableDeployments(b)
+	return bd
+}
+
+func (bd *bed) startControllerManager(b *testing.B) {
+	b.Helper()
+	cm, err := fedtest.StartControllerManager(bd.bin, bd.fed, bd.dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bd.cm = cm
+}
+
+func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
+	kc, err := kubernetes.NewForConfig(fastConfig(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kc
+}
+
+// fastConfig lifts client-side rate limits: the benchmark paces itself.
+func fastConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 10000
+	return c
+}
+
+func (bd *bed) enableDeployments(b *testing.B) {
+	ftc := &corev1beta1.FederatedTypeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
+		Spec: corev1beta1.FederatedTypeConfigSpec{
+			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
+			FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
+			Propagation:   corev1beta1.Enabled,
+		},
+	}
+	ctx := context.Background()
+	if err := bd.host.Create(ctx, ftc); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
+		if time.Now().After(deadline) {
+			b.Fatalf("deployments.apps not Running: %+v", ftc.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := bd.host.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func federatedDeployment(name string, clusters []string) *unstructured.Unstructured {
+	var placement []any
+	for _, c := range clusters {
+		placement = append(placement, map[string]any{"name": c})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec": map[string]any{
+			"template":  deploymentSpec(),
+			"placement": map[string]any{"clusters": placement},
+		},
+	}}
+}
+
+func deploymentSpec() map[string]any {
+	return map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
+		"spec": map[string]any{
+			"replicas": int64(1),
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+func deployment(name string) *appsv1.Deployment {
+	one := int32(1)
+	labels := map[string]string{"app": "bench"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+// arrivals watches Deployments in every member and reports, per name, when
+// each member first saw it.
+type arrivals struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	total   int
+	waiters map[string]chan struct{}
+	all     chan struct{}
+	want    int // total arrivals that close all
+	members int
+}
+
+func watchArrivals(b *testing.B, members []kubernetes.Interface, want int) (*arrivals, func()) {
+	a := &arrivals{seen: map[string]int{}, waiters: map[string]chan struct{}{}, all: make(chan struct{}), want: want, members: len(members)}
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, m := range members {
+		// From the list's resourceVersion: only objects created from now on.
+		list, err := m.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					a.arrived(ev.Object.(*appsv1.Deployment).Name)
+				}
+			}
+		}()
+	}
+	return a, cancel
+}
+
+func (a *arrivals) expect(name string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	a.waiters[name] = ch
+	return ch
+}
+
+func (a *arrivals) arrived(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen[name]++
+	a.total++
+	if a.seen[name] == a.members {
+		if ch, ok := a.waiters[name]; ok {
+			close(ch)
+		}
+	}
+	if a.total == a.want {
+		close(a.all)
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+// BenchmarkCreateLatency creates 200 objects one at a time and measures the
+// time from the create call until the object is present: for Fedwarden, a
+// FederatedDeployment until its Deployment is in all three members; for the
+// baseline, a Deployment created directly in one member until that member's
+// watch shows it.
+//
+//	go test ./bench/propagation/ -run '^$' -bench BenchmarkCreateLatency -benchtime 1x -timeout 30m
+func BenchmarkCreateLatency(b *testing.B) {
+	const n = 200
+	bd := startBed(b)
+	ctx := context.Background()
+	names := []string{}
+	for _, m := range bd.fed.Members {
+		names = append(names, m.Name)
+	}
+	for range b.N {
+		direct := make([]time.Duration, 0, n)
+		a, stop := watchArrivals(b, bd.members[:1], -1)
+		for i := range n {
+			name := fmt.Sprintf("direct-%d", i)
+			arrived := a.expect(name)
+			start := time.Now()
+			if _, err := bd.members[0].AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			<-arrived
+			direct = append(direct, time.Since(start))
+		}
+		stop()
+		federated := make([]time.Duration, 0, n)
+		a, stop = watchArrivals(b, bd.members, -1)
+		for i := range n {
+			name := fmt.Sprintf("fed-%d", i)
+			arrived := a.expect(name)
+			start := time.Now()
+			if err := bd.host.Create(ctx, federatedDeployment(name, names)); err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-arrived:
+			case <-time.After(time.Minute):
+				b.Fatalf("%s did not reach all members within a minute", name)
+			}
+			federated = append(federated, time.Since(start))
+		}
+		stop()
+		b.ReportMetric(float64(percentile(direct, .5).Microseconds())/1000, "direct-p50-ms")
+		b.ReportMetric(float64(percentile(direct, .99).Microseconds())/1000, "direct-p99-ms")
+		b.ReportMetric(float64(percentile(federated, .5).Microseconds())/1000, "fedwarden-p50-ms")
+		b.ReportMetric(float64(percentile(federated, .99).Microseconds())/1000, "fedwarden-p99-ms")
+	}
+}
+
+// BenchmarkColdSync writes 1,000 objects at 100 writes per second and
+// measures the time from the first write until all 3,000 member objects are
+// present: for the baseline, three direct clients (one per member) each
+// writing its 1,000 Deployments at 100 QPS; for Fedwarden, one client
+// writing 1,000 FederatedDeployments placed on the three members at 100
+// QPS. It also reports the controller-manager's peak RSS, its member writes
+// during the sync, and its member writes after a restart with nothing
+// changed.
+//
+//	go test ./bench/propagation/ -run '^$' -bench BenchmarkColdSync -benchtime 1x -timeout 30m
+func BenchmarkColdSync(b *testing.B) {
+	const n = 1000
+	bd := startBed(b)
+	ctx := context.Background()
+	names := []string{}
+	for _, m := range bd.fed.Members {
+		names = append(names, m.Name)
+	}
+	for range b.N {
+		a, stop := watchArrivals(b, bd.members, n*len(bd.members))
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, m := range bd.members {
+			wg.Go(func() {
+				paced(ctx, n, func(i int) error {
+					_, err := m.AppsV1().Deployments(namespace).Create(ctx, deployment(fmt.Sprintf("direct-%d", i)), metav1.CreateOptions{})
+					return err
+				})
+			})
+		}
+		wg.Wait()
+		<-a.all
+		direct := time.Since(start)
+		stop()
+
+		a, stop = watchArrivals(b, bd.members, n*len(bd.members))
+		start = time.Now()
+		if err := paced(ctx, n, func(i int) error {
+			return bd.host.Create(ctx, federatedDeployment(fmt.Sprintf("fed-%d", i), names))
+		}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-a.all:
+		case <-time.After(10 * time.Minute):
+			b.Fatal("the 3,000 member objects did not all arrive within 10 minutes")
+		}
+		federated := time.Since(start)
+		stop()
+		_, peak, err := fedtest.ProcessMemory(bd.cm.PID())
+		if err != nil {
+			b.Fatal(err)
+		}
+		writes := bd.memberWrites(b)
+		b.ReportMetric(direct.Seconds(), "direct-s")
+		b.ReportMetric(federated.Seconds(), "fedwarden-s")
+		b.ReportMetric(federated.Seconds()/direct.Seconds(), "ratio")
+		b.ReportMetric(float64(peak)/1024, "controller-peak-rss-MiB")
+		b.ReportMetric(writes/float64(n*len(bd.members)), "member-writes-per-object")
+		b.ReportMetric(bd.writesAfterRestart(b, n), "member-writes-after-restart")
+	}
+}
+
+// paced calls write(i) for i in [0, n) at 100 calls per second, from up to
+// 16 goroutines.
+func paced(ctx context.Context, n int, write func(i int) error) error {
+	limiter := rate.NewLimiter(100, 1)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		if err := limiter.Wait(ctx); err != nil {
+			return err
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := write(i); err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// memberWrites sums the controller-manager's apply writes to the members.
+func (bd *bed) memberWrites(b *testing.B) float64 {
+	total := 0.0
+	for _, m := range bd.fed.Members {
+		v, _, err := bd.cm.Metric(context.Background(), fmt.Sprintf("fedwarden_member_writes_total{cluster=%q,verb=\"apply\"}", m.Name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += v
+	}
+	return total
+}
+
+// writesAfterRestart restarts the controller-manager, waits until it has
+// synced every one of the n federated resources, and returns how many
+// member writes it made.
+func (bd *bed) writesAfterRestart(b *testing.B, n int) float64 {
+	if err := bd.cm.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	bd.startControllerManager(b)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		v, _, err := bd.cm.Metric(context.Background(), `controller_runtime_reconcile_total{controller="propagation-deployments.apps",result="success"}`)
+		if err == nil && v >= float64(n) {
+			break
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "the restarted controller-manager synced %v of %d resources in 5 minutes\n", v, n)
+			b.Fatal("restart did not converge")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return bd.memberWrites(b)
+}

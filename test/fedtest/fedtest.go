@@ -1,0 +1,200 @@
+// Package fedtest runs Fedwarden's own processes for end-to-end tests and
+// benchmarks, the way a user runs them: it builds the fedwarden binary,
+// starts `fedwarden controller-manager` against a localfed host, and runs
+// CLI commands such as `fedwarden join`.
+package fedtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fedwarden/fedwarden/internal/localfed"
+)
+
+// Build builds ./cmd/fedwarden into dir and returns the binary's path.
+func Build(dir string) (string, error) {
+	bin := filepath.Join(dir, "fedwarden")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/fedwarden/fedwarden/cmd/fedwarden")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building fedwarden: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Result is what one run of the CLI printed and returned.
+type Result struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+func (r Result) String() string {
+	return fmt.Sprintf("exit code %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
+}
+
+// Run runs the CLI with args; only kubeconfigs given as flags are used.
+func Run(ctx context.Context, bin string, args ...string) (Result, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG=/nonexistent")
+	err := cmd.Run()
+	r := Result{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	case err != nil:
+		return r, fmt.Errorf("running fedwarden %v: %w", args, err)
+	}
+	return r, nil
+}
+
+// JoinArgs are the arguments that join member m to f's host as name.
+func JoinArgs(f *localfed.Federation, m *localfed.Cluster, name string, extra ...string) []string {
+	return append([]string{"join", name, "--host-kubeconfig", f.Host.Kubeconfig, "--cluster-kubeconfig", m.Kubeconfig}, extra...)
+}
+
+// Settings are the controller-manager's flags that tests choose.
+type Settings struct {
+	ProbePeriod      time.Duration
+	ProbeTimeout     time.Duration
+	FailureThreshold int
+	// Args are more flags.
+	Args []string
+}
+
+// ControllerManager is a running `fedwarden controller-manager`.
+type ControllerManager struct {
+	cmd        *exec.Cmd
+	done       chan struct{}
+	MetricsURL string
+	LogPath    string
+}
+
+// StartControllerManager runs the controller-manager against f's host,
+// logging to a file in dir.
+func StartControllerManager(bin string, f *localfed.Federation, dir string, s Settings) (*ControllerManager, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("controller-manager-%d.log", port))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller-manager log: %w", err)
+	}
+	args := append([]string{"controller-manager",
+		"--kubeconfig", f.Host.Kubeconfig,
+		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(port),
+		"--health-probe-bind-address", "0",
+		"--cluster-health-period", s.ProbePeriod.String(),
+		"--cluster-health-timeout", s.ProbeTimeout.String(),
+		"--cluster-health-failure-threshold", strconv.Itoa(s.FailureThreshold),
+	}, s.Args...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting the controller-manager: %w", err)
+	}
+	cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), LogPath: logPath}
+	go func() {
+		_ = cmd.Wait()
+		logFile.Close()
+		close(cm.done)
+	}()
+	return cm, nil
+}
+
+// Stop ends the controller-manager with SIGTERM, killing it after 15 s.
+func (cm *ControllerManager) Stop() error {
+	_ = cm.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-cm.done:
+		return nil
+	case <-time.After(15 * time.Second):
+		_ = cm.cmd.Process.Kill()
+		<-cm.done
+		return errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
+	}
+}
+
+// PID is the controller-manager's process id.
+func (cm *ControllerManager) PID() int { return cm.cmd.Process.Pid }
+
+// Metric returns the value of the series `name{labels}` it exports, and
+// whether it exists.
+func (cm *ControllerManager) Metric(ctx context.Context, series string) (float64, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cm.MetricsURL, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("scraping %s: %w", cm.MetricsURL, err)
+	}
+	defer resp.Body.Close()
+	v, ok := findSeries(resp.Body, series)
+	return v, ok, nil
+}
+
+func findSeries(r io.Reader, series string) (float64, bool) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		value, found := strings.CutPrefix(sc.Text(), series+" ")
+		if !found {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ProcessMemory returns a process's resident memory now (VmRSS) and at its
+// peak (VmHWM), in KiB.
+func ProcessMemory(pid int) (rss, peak int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading the memory of process %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			peak = v
+		}
+	}
+	return rss, peak, nil
+}
