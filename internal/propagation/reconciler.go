@@ -87,13 +87,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	cpv, err := r.ensureCPV(ctx, fed, placed)
+	// The members are written before the CPV is created or updated, so that
+	// a new resource reaches them after a single host write (the finalizer);
+	// a CPV that does not exist yet has no versions, and the first are 1.
+	cpv, err := r.getCPV(ctx, fed)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	v := nextVersions(cpv.Status, contentHash(template(fed)), contentHash(spec.Overrides))
 	results := r.syncAll(ctx, fed, spec, placed, set, v)
 	results = append(results, r.removeUnplaced(ctx, fed, placed, cpv, set)...)
+	if cpv, err = r.ensureCPV(ctx, fed, cpv, placed); err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.writeCPVStatus(ctx, cpv, v, len(placed), results, fed.GetGeneration()); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -232,9 +238,25 @@ func (r *Reconciler) cpvKey(fed *unstructured.Unstructured) types.NamespacedName
 	return types.NamespacedName{Namespace: ns, Name: r.typ.CPVName(fed.GetName())}
 }
 
-// ensureCPV returns the resource's ClusterPropagatedVersion, creating it or
-// updating its spec when they differ from fed and the placement.
-func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, placed []string) (*typesv1beta1.ClusterPropagatedVersion, error) {
+// getCPV returns the resource's ClusterPropagatedVersion, or an empty one
+// without a resourceVersion when it does not exist yet.
+func (r *Reconciler) getCPV(ctx context.Context, fed *unstructured.Unstructured) (*typesv1beta1.ClusterPropagatedVersion, error) {
+	key := r.cpvKey(fed)
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	err := r.client.Get(ctx, key, cpv)
+	if apierrors.IsNotFound(err) {
+		return &typesv1beta1.ClusterPropagatedVersion{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", key, err)
+	}
+	return cpv, nil
+}
+
+// ensureCPV creates the resource's ClusterPropagatedVersion when cpv does
+// not exist yet, or updates its spec when it differs from fed and the
+// placement.
+func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, placed []string) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	key := r.cpvKey(fed)
 	want := typesv1beta1.ClusterPropagatedVersionSpec{
 		Template:           fed.GetName(),
@@ -248,9 +270,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		APIVersion: r.typ.Federated.GroupVersion().String(), Kind: r.typ.Federated.Kind,
 		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
 	}
-	cpv := &typesv1beta1.ClusterPropagatedVersion{}
-	err := r.client.Get(ctx, key, cpv)
-	if apierrors.IsNotFound(err) {
+	if cpv.ResourceVersion == "" {
 		cpv = &typesv1beta1.ClusterPropagatedVersion{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}},
 			Spec:       want,
@@ -259,9 +279,6 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 			return nil, fmt.Errorf("creating ClusterPropagatedVersion %s: %w", key, err)
 		}
 		return cpv, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", key, err)
 	}
 	if equality.Semantic.DeepEqual(cpv.Spec, want) && slices.Equal(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
 		return cpv, nil

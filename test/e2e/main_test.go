@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/go-logr/logr"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -36,6 +38,9 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	// The test's own clients log through controller-runtime; the
+	// controller-manager's logs are in its own file.
+	ctrllog.SetLogger(logr.Discard())
 	if testing.Short() {
 		fmt.Println("skipping end-to-end tests in -short mode")
 		return 0
