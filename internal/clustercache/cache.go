@@ -152,8 +152,8 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		Managed: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod, metav1.NamespaceAll, func(o *metav1.ListOptions) {
 			o.LabelSelector = typesv1beta1.LabelManaged + "=true"
 		}),
-		key:       key,
-		ctx:       ctx,
-		cancel:    cancel,
+		key:    key,
+		ctx:    ctx,
+		cancel: cancel,
 	}, nil
 }

@@ -35,6 +35,17 @@
 // the host can neither give itself more rights on the member nor act as
 // anyone else there.
 //
+// That also keeps the host from propagating most RBAC objects: Kubernetes
+// refuses to let an identity create a Role or ClusterRole granting rights it
+// does not hold, or bind a role it does not hold (KubeFed's sample
+// ClusterRole grants */*/*, its sample ClusterRoleBinding binds
+// cluster-admin). Spec.PropagateRBAC (`fedwarden join --propagate-rbac`)
+// adds a rule granting bind and escalate on roles and clusterroles of
+// rbac.authorization.k8s.io. With it the host can give itself, or anyone,
+// any right on the member: it amounts to cluster-admin there. With a
+// resource list, roles, clusterroles, rolebindings and clusterrolebindings
+// must be listed too for them to be propagated.
+//
 // With a resource list, the seven verbs above are granted on those
 // resources only, plus:
 //

@@ -40,7 +40,7 @@ func NewMember(s Spec) *Member {
 		ClusterRole: &rbacv1.ClusterRole{
 			TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
 			ObjectMeta: objectMeta(s.Name, "", role),
-			Rules:      Rules(s.Resources),
+			Rules:      memberRules(s),
 		},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{
 			TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"),
@@ -87,6 +87,26 @@ func Rules(resources []Resource) []rbacv1.PolicyRule {
 		probe,
 	)
 	return rules
+}
+
+// memberRules returns the member ClusterRole's rules for s: Rules, and the
+// RBAC rule when s.PropagateRBAC.
+func memberRules(s Spec) []rbacv1.PolicyRule {
+	rules := Rules(s.Resources)
+	if s.PropagateRBAC {
+		rules = append(rules, rbacRule())
+	}
+	return rules
+}
+
+// rbacRule grants what creating RBAC objects that grant or bind rights the
+// host does not hold takes: bind and escalate on roles and clusterroles.
+func rbacRule() rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{
+		APIGroups: []string{rbacv1.GroupName},
+		Resources: []string{"roles", "clusterroles"},
+		Verbs:     []string{"bind", "escalate"},
+	}
 }
 
 // writeRules grants writeVerbs on resources, one rule per group, groups in

@@ -238,6 +238,47 @@ func TestNewMember(t *testing.T) {
 	}
 }
 
+func TestMemberClusterRole(t *testing.T) {
+	t.Parallel()
+	rbacRule := rbacv1.PolicyRule{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"roles", "clusterroles"}, Verbs: []string{"bind", "escalate"}}
+	tests := []struct {
+		name      string
+		propagate bool
+		resources []Resource
+		wantRBAC  bool
+	}{
+		{name: "no bind nor escalate by default"},
+		{name: "no bind nor escalate with a resource list", resources: []Resource{{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}}},
+		{name: "PropagateRBAC grants bind and escalate on roles", propagate: true, wantRBAC: true},
+		{name: "PropagateRBAC with a resource list", propagate: true, wantRBAC: true,
+			resources: []Resource{{Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := validSpec()
+			spec.PropagateRBAC, spec.Resources = tt.propagate, tt.resources
+			if err := spec.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			rules := NewMember(spec).ClusterRole.Rules
+			want := Rules(tt.resources)
+			if tt.wantRBAC {
+				want = append(want, rbacRule)
+			}
+			if !equality.Semantic.DeepEqual(rules, want) {
+				t.Errorf("rules\n%v\nwant\n%v", rules, want)
+			}
+			granted := slices.ContainsFunc(rules, func(r rbacv1.PolicyRule) bool {
+				return slices.Contains(r.Verbs, "escalate") || slices.Contains(r.Verbs, "bind")
+			})
+			if granted != tt.wantRBAC {
+				t.Errorf("bind or escalate granted: %v, want %v", granted, tt.wantRBAC)
+			}
+		})
+	}
+}
+
 func TestNewHost(t *testing.T) {
 	t.Parallel()
 	creds := Credentials{Token: []byte("tok"), CA: []byte("ca")}

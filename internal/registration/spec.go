@@ -37,6 +37,10 @@ type Spec struct {
 	// Resources limits the member's rights to these resources; empty means
 	// every resource (see the package documentation).
 	Resources []Resource
+	// PropagateRBAC grants bind and escalate on roles and clusterroles, so
+	// that RBAC objects can be propagated. It amounts to cluster-admin on
+	// the member (see the package documentation).
+	PropagateRBAC bool
 }
 
 // reservedLabels are the labels set from the spec, which Labels may not set.

@@ -37,6 +37,7 @@ type options struct {
 	zones     []string
 	labels    map[string]string
 	resources []string
+	rbac      bool
 	namespace string
 	dryRun    bool
 	output    string
@@ -53,7 +54,10 @@ fedwarden:member:NAME that grant it the rights propagation needs: get, list,
 watch, create, update, patch and delete on every resource, or only on those of
 --resources (plus reading nodes and resourcequotas and creating namespaces),
 and reading /readyz, /healthz, /livez and /version. Nothing is bound to
-cluster-admin.
+cluster-admin. Propagating RBAC objects that grant or bind rights the host
+lacks on the member (KubeFed's sample ClusterRole and ClusterRoleBinding)
+also needs bind and escalate on roles and clusterroles: --propagate-rbac
+grants them, which amounts to cluster-admin on the member.
 
 In the host cluster it then creates the Secret fedwarden-NAME-credentials,
 holding that token and the member's CA, and the FederatedCluster NAME, whose
@@ -111,6 +115,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.StringSliceVar(&o.zones, "zone", nil, "zone the cluster spans (repeatable, or comma-separated)")
 	f.StringToStringVar(&o.labels, "label", nil, "label key=value of the FederatedCluster (repeatable, or comma-separated)")
 	f.StringSliceVar(&o.resources, "resources", nil, "only allow these resources, as resource[.group], to be propagated (repeatable, or comma-separated; default all)")
+	f.BoolVar(&o.rbac, "propagate-rbac", false, "also grant bind and escalate on roles and clusterroles, so that RBAC objects can be propagated; this amounts to cluster-admin on the member")
 	f.StringVar(&o.namespace, "namespace", v1beta1.DefaultFederationNamespace, "control-plane namespace, in the host and in the member")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the objects that would be created, and change nothing")
 	f.StringVarP(&o.output, "output", "o", "", "format of --dry-run: yaml (default) or json")
@@ -168,15 +173,16 @@ func (o *options) spec(member *kubeconfig.Cluster) (registration.Spec, error) {
 		return registration.Spec{}, fmt.Errorf("--resources: %w", err)
 	}
 	spec := registration.Spec{
-		Name:        o.name,
-		Namespace:   o.namespace,
-		APIEndpoint: member.Server,
-		CABundle:    member.CAData,
-		SyncMode:    v1beta1.SyncMode(o.syncMode),
-		Region:      o.region,
-		Zones:       o.zones,
-		Labels:      o.labels,
-		Resources:   resources,
+		Name:          o.name,
+		Namespace:     o.namespace,
+		APIEndpoint:   member.Server,
+		CABundle:      member.CAData,
+		SyncMode:      v1beta1.SyncMode(o.syncMode),
+		Region:        o.region,
+		Zones:         o.zones,
+		Labels:        o.labels,
+		Resources:     resources,
+		PropagateRBAC: o.rbac,
 	}
 	if err := spec.Validate(); err != nil {
 		return registration.Spec{}, err

@@ -262,3 +262,45 @@ func decodeJSONList(t *testing.T, out string) []*unstructured.Unstructured {
 	}
 	return objs
 }
+
+func TestPropagateRBAC(t *testing.T) {
+	t.Parallel()
+	kc, _ := writeKubeconfig(t)
+	tests := []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{name: "not granted by default"},
+		{name: "granted with --propagate-rbac", args: []string{"--propagate-rbac"}, want: true},
+		{name: "granted with a resource list", args: []string{"--propagate-rbac", "--resources", "clusterroles.rbac.authorization.k8s.io"}, want: true},
+		{name: "not granted with --propagate-rbac=false", args: []string{"--propagate-rbac=false"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"east", "--dry-run", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member"}, tt.args...)
+			stdout, stderr, code := execute(t, args...)
+			if code != 0 {
+				t.Fatalf("exit code %d: %s", code, stderr)
+			}
+			role := decodeYAML(t, stdout)[3]
+			if role.GetKind() != "ClusterRole" {
+				t.Fatalf("fourth object is a %s", role.GetKind())
+			}
+			rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+			granted := false
+			for _, r := range rules {
+				rule := r.(map[string]any)
+				verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+				resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+				if slices.Equal(verbs, []string{"bind", "escalate"}) && slices.Equal(resources, []string{"roles", "clusterroles"}) {
+					granted = true
+				}
+			}
+			if granted != tt.want {
+				t.Errorf("bind and escalate granted: %v, want %v; rules %v", granted, tt.want, rules)
+			}
+		})
+	}
+}

@@ -15,6 +15,9 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
+	"github.com/fedwarden/fedwarden/internal/cli/disable"
+	"github.com/fedwarden/fedwarden/internal/cli/enable"
+	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
@@ -45,6 +48,9 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd.SetErr(s.ErrOut)
 	cmd.AddCommand(
 		controllermanager.NewCommand(s),
+		disable.NewCommand(s),
+		enable.NewCommand(s),
+		federate.NewCommand(s),
 		join.NewCommand(s),
 		unjoin.NewCommand(s),
 		version.NewCommand(s),

@@ -1,0 +1,114 @@
+package join_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+)
+
+// TestPropagateRBACRights checks that, joined with --propagate-rbac, the host's
+// identity in the member can create KubeFed's sample ClusterRole (*/*/*)
+// and ClusterRoleBinding (to cluster-admin), and that a join without it
+// takes that right away again.
+func TestPropagateRBACRights(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real etcd and kube-apiserver processes")
+	}
+	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	fed, err := localfed.Start(ctx, localfed.WithMembers(1))
+	if err != nil {
+		t.Fatalf("starting the federation: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := fed.Stop(); err != nil {
+			t.Errorf("stopping the federation: %v", err)
+		}
+	})
+	member := fed.Member("member-1")
+	tb := &testBed{
+		host:   clientOf(t, fed.Host.Kubeconfig),
+		member: clientOf(t, member.Kubeconfig),
+		flags:  []string{"member-1", "--host-kubeconfig", fed.Host.Kubeconfig, "--cluster-kubeconfig", member.Kubeconfig, "--wait=false"},
+	}
+
+	tb.mustRun(t, join.NewCommand, "--propagate-rbac")
+	identity := tb.identity(ctx, t, member)
+	eventually(t, func() error { return identity.Create(ctx, sampleClusterRole("test-clusterrole")) })
+	eventually(t, func() error { return identity.Create(ctx, sampleClusterRoleBinding()) })
+
+	tb.mustRun(t, join.NewCommand)
+	eventually(t, func() error {
+		err := identity.Create(ctx, sampleClusterRole("test-clusterrole-2"))
+		if apierrors.IsForbidden(err) {
+			return nil
+		}
+		return fmt.Errorf("creating a ClusterRole granting */*/* without --propagate-rbac: %v, want Forbidden", err)
+	})
+}
+
+// identity returns a client acting as the host's identity in the member.
+func (tb *testBed) identity(ctx context.Context, t *testing.T, member *localfed.Cluster) client.Client {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := tb.member.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fedwarden-member-1-token"}, secret); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(&rest.Config{
+		Host:            member.Endpoint,
+		BearerToken:     string(secret.Data[corev1.ServiceAccountTokenKey]),
+		TLSClientConfig: rest.TLSClientConfig{CAData: member.CAData},
+	}, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sampleClusterRole is KubeFed's sample1 ClusterRole.
+func sampleClusterRole(name string) *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}},
+	}
+}
+
+// sampleClusterRoleBinding is KubeFed's sample1 ClusterRoleBinding.
+func sampleClusterRoleBinding() *rbacv1.ClusterRoleBinding {
+	return &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "test-clusterrolebinding"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "test-user", APIGroup: rbacv1.GroupName}},
+		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin", APIGroup: rbacv1.GroupName},
+	}
+}
+
+// eventually polls cond until it returns nil, failing the test with its
+// last error after 30 seconds: RBAC changes reach the authorizer through
+// its informers.
+func eventually(t *testing.T, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

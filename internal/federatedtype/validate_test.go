@@ -1,0 +1,27 @@
+package federatedtype
+
+import (
+	"testing"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// checkStructural fails t unless s is a valid structural schema, as the
+// API server requires of a CRD's root schema.
+func checkStructural(t *testing.T, s *apiextensionsv1.JSONSchemaProps) {
+	t.Helper()
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+		t.Fatalf("converting the schema: %v", err)
+	}
+	ss, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		t.Fatalf("NewStructural: %v", err)
+	}
+	if errs := structuralschema.ValidateStructural(field.NewPath("schema"), ss); len(errs) > 0 {
+		t.Fatalf("not structural: %v", errs.ToAggregate())
+	}
+}
