@@ -270,6 +270,10 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		APIVersion: r.typ.Federated.GroupVersion().String(), Kind: r.typ.Federated.Kind,
 		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
 	}
+	if r.typ.IsNamespace() && r.notifier != nil && (cpv.ResourceVersion == "" || !sameNames(clusterNames(cpv.Spec.Clusters), placed)) {
+		// The resources in this namespace go where it goes.
+		defer r.notifier.NamespaceChanged(fed.GetName())
+	}
 	if cpv.ResourceVersion == "" {
 		cpv = &typesv1beta1.ClusterPropagatedVersion{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}},
@@ -282,9 +286,6 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 	}
 	if equality.Semantic.DeepEqual(cpv.Spec, want) && slices.Equal(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
 		return cpv, nil
-	}
-	if r.typ.IsNamespace() && r.notifier != nil && !sameNames(clusterNames(cpv.Spec.Clusters), placed) {
-		defer r.notifier.NamespaceChanged(fed.GetName())
 	}
 	before := cpv.DeepCopy()
 	cpv.Spec = want
