@@ -11,19 +11,28 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
 // ControllerName names the controller in logs and metrics.
 const ControllerName = "federatedtypeconfig"
+
+// FinalizerRelease is set on every FederatedTypeConfig: when one is
+// deleted, its federated resources lose the sync finalizer that no
+// controller would remove any more, so that they can still be deleted.
+// Their member copies are left as they are.
+const FinalizerRelease = "fedwarden.io/release-federated-resources"
 
 // notServedRetry is how soon a type the host does not serve yet is looked
 // at again (its CRD may be on its way, as with `fedwarden enable`).
@@ -113,7 +122,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, r.release(ctx, ftc)
+	}
+	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
+		before := ftc.DeepCopy()
+		controllerutil.AddFinalizer(ftc, FinalizerRelease)
+		if err := r.client.Patch(ctx, ftc, client.MergeFrom(before)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer to FederatedTypeConfig %s: %w", ftc.Name, err)
+		}
 	}
 	state, retry := r.converge(ftc)
 	if err := r.writeStatus(ctx, ftc, state); err != nil {
@@ -255,6 +271,38 @@ func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.Federated
 	ftc.Status = next
 	if err := r.client.Status().Patch(ctx, ftc, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("writing the status of FederatedTypeConfig %s: %w", ftc.Name, err)
+	}
+	return nil
+}
+
+// release removes the sync finalizer from the federated resources of a
+// deleted FederatedTypeConfig, then its own finalizer.
+func (r *Reconciler) release(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) error {
+	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
+		return nil
+	}
+	typ := propagation.TypeFromConfig(ftc)
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(typ.Federated.GroupVersion().WithKind(typ.Federated.Kind + "List"))
+	err := r.mgr.GetAPIReader().List(ctx, list)
+	if err != nil && !meta.IsNoMatchError(err) && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("listing %s to release them: %w", typ.Federated.Kind, err)
+	}
+	for i := range list.Items {
+		item := &list.Items[i]
+		if !controllerutil.ContainsFinalizer(item, typesv1beta1.FinalizerSync) {
+			continue
+		}
+		before := item.DeepCopy()
+		controllerutil.RemoveFinalizer(item, typesv1beta1.FinalizerSync)
+		if err := r.client.Patch(ctx, item, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing %s %s: %w", typ.Federated.Kind, client.ObjectKeyFromObject(item), err)
+		}
+	}
+	before := ftc.DeepCopy()
+	controllerutil.RemoveFinalizer(ftc, FinalizerRelease)
+	if err := r.client.Patch(ctx, ftc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of FederatedTypeConfig %s: %w", ftc.Name, err)
 	}
 	return nil
 }

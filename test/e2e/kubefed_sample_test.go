@@ -17,9 +17,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
@@ -120,6 +122,39 @@ func TestKubeFedSample1(t *testing.T) {
 	if err := c1.Get(t.Context(), types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, &corev1.ConfigMap{}); err != nil {
 		t.Errorf("cluster1 lost its ConfigMap: %v", err)
 	}
+
+	// Disabling a type stops its controller at run time: edits no longer
+	// propagate, and copies stay. Enabling it again catches up.
+	if r := runFedwarden(t, "disable", "configmaps", "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+		t.Fatalf("disable failed:\n%s", r)
+	}
+	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonPropagationDisabled)
+	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"changed"}}}}`)
+	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+		t.Fatalf("enable failed:\n%s", r)
+	}
+	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning)
+	eventually(t, 30*time.Second, "the edit made while disabled to reach cluster1", func(ctx context.Context) (bool, string) {
+		cm := &corev1.ConfigMap{}
+		if err := c1.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, cm); err != nil {
+			return false, err.Error()
+		}
+		return cm.Data["A"] == "changed", fmt.Sprint(cm.Data)
+	})
+}
+
+// waitForTypeConfig waits until a FederatedTypeConfig's controller has the
+// status and its Established condition the reason.
+func waitForTypeConfig(t *testing.T, c client.Client, name string, want corev1beta1.ControllerStatus, reason string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("FederatedTypeConfig %s %s (%s)", name, want, reason), func(ctx context.Context) (bool, string) {
+		ftc := &corev1beta1.FederatedTypeConfig{}
+		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(ftc.Status.Conditions, corev1beta1.TypeConfigEstablished)
+		return ftc.Status.PropagationController == want && cond != nil && cond.Reason == reason, fmt.Sprintf("%+v", ftc.Status)
+	})
 }
 
 // waitFor waits until the member has the object.
