@@ -2,6 +2,7 @@ package federatedtype_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -91,7 +92,6 @@ func TestGeneratedCRDs(t *testing.T) {
 func newHostAPI(t *testing.T, host *localfed.Cluster) *hostAPI {
 	t.Helper()
 	cfg := rest.CopyConfig(host.Config)
-	cfg.WarningHandler = rest.NoWarnings{} // the Ingress sample's unknown fields
 	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -191,8 +191,7 @@ func createNamespace(ctx context.Context, t *testing.T, cluster *localfed.Cluste
 
 // checkSamples creates every federated resource of KubeFed's sample1, as
 // a server-side dry run with strict field validation (as kubectl does): it
-// must be accepted without a change, not even a dropped field. The Ingress
-// is the exception: see checkIngressSample.
+// must be accepted without a change, not even a dropped field.
 func checkSamples(ctx context.Context, t *testing.T, host *hostAPI) {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(conformance, "sample1", "federated*.yaml"))
@@ -205,13 +204,12 @@ func checkSamples(ctx context.Context, t *testing.T, host *hostAPI) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			obj := readManifest(t, file)
-			_, err := createDryRun(ctx, host, obj, metav1.FieldValidationStrict)
-			if filepath.Base(file) == "federatedingress.yaml" {
-				checkIngressSample(ctx, t, host, obj, err)
-				return
-			}
+			got, err := createDryRun(ctx, host, obj, metav1.FieldValidationStrict)
 			if err != nil {
 				t.Fatalf("%s is refused: %v", file, err)
+			}
+			if filepath.Base(file) == "federatedingress.yaml" {
+				checkIngressSample(ctx, t, host, obj, got)
 			}
 		})
 	}
@@ -219,18 +217,18 @@ func checkSamples(ctx context.Context, t *testing.T, host *hostAPI) {
 
 // checkIngressSample: KubeFed's sample Ingress has the shape of
 // extensions/v1beta1 (backend.serviceName and servicePort, no pathType),
-// which networking.k8s.io/v1, the only Ingress version Kubernetes still
-// serves, does not accept: the template is refused, saying why, as a
-// member would refuse the Ingress. The same resource in the v1 shape is
-// accepted.
-func checkIngressSample(ctx context.Context, t *testing.T, host *hostAPI, obj *unstructured.Unstructured, strictErr error) {
+// which the template of a networking.k8s.io/v1 Ingress takes beside the v1
+// shape, for propagation to convert. The sample is kept as written; the
+// same resource in the v1 shape is accepted too, and so is a legacy
+// spec.backend.
+func checkIngressSample(ctx context.Context, t *testing.T, host *hostAPI, obj, got *unstructured.Unstructured) {
 	t.Helper()
-	if strictErr == nil || !strings.Contains(strictErr.Error(), `unknown field "spec.template.spec.rules[0].http.paths[0].backend.serviceName"`) {
-		t.Errorf("strict create of the sample Ingress: %v, want unknown field backend.serviceName", strictErr)
-	}
-	_, err := createDryRun(ctx, host, obj, metav1.FieldValidationWarn)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.template.spec.rules[0].http.paths[0].pathType: Required value") {
-		t.Errorf("create of the sample Ingress: %v, want pathType required", err)
+	written, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "spec", "template")
+	readBack, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "template")
+	// Compared as JSON: the manifest's numbers are float64, the server's int64.
+	want, _ := json.Marshal(written)
+	if j, _ := json.Marshal(readBack); string(j) != string(want) {
+		t.Errorf("the sample Ingress's template is read back as %s, want %s", j, want)
 	}
 	v1 := obj.DeepCopy()
 	path := map[string]any{
@@ -243,6 +241,14 @@ func checkIngressSample(ctx context.Context, t *testing.T, host *hostAPI, obj *u
 	}
 	if _, err := createDryRun(ctx, host, v1, metav1.FieldValidationStrict); err != nil {
 		t.Errorf("the sample Ingress in the networking.k8s.io/v1 shape is refused: %v", err)
+	}
+	legacyDefault := obj.DeepCopy()
+	backend := map[string]any{"serviceName": "test-service", "servicePort": "http"}
+	if err := unstructured.SetNestedMap(legacyDefault.Object, backend, "spec", "template", "spec", "backend"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := createDryRun(ctx, host, legacyDefault, metav1.FieldValidationStrict); err != nil {
+		t.Errorf("the sample Ingress with a legacy spec.backend is refused: %v", err)
 	}
 }
 

@@ -124,8 +124,10 @@ func (a *additionalProperties) UnmarshalJSON(data []byte) error {
 // content), quantities and int-or-strings become x-kubernetes-int-or-string,
 // and descriptions, defaults and validations are left out; object metadata
 // takes the shape of the FederatedDeployment template's metadata. The
-// template has no apiVersion, kind nor status. When doc has no schema of
-// t's kind, the error wraps ErrNoOpenAPI.
+// template has no apiVersion, kind nor status. A networking.k8s.io/v1
+// Ingress template also accepts the legacy extensions/v1beta1 shape (see
+// acceptLegacyIngress). When doc has no schema of t's kind, the error wraps
+// ErrNoOpenAPI.
 func TemplateSchema(doc []byte, t Target) (*apiextensionsv1.JSONSchemaProps, error) {
 	var d openAPIDocument
 	if err := json.Unmarshal(doc, &d); err != nil {
@@ -154,6 +156,7 @@ func TemplateSchema(doc []byte, t Target) (*apiextensionsv1.JSONSchemaProps, err
 	out.Required = existing(out.Required, out.Properties)
 	out.Default = nil
 	dropDefaults(&out, nil)
+	acceptLegacyIngress(t, &out)
 	return &out, nil
 }
 

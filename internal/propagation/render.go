@@ -73,6 +73,7 @@ func render(typ Type, fed *unstructured.Unstructured, overrides []typesv1beta1.O
 	if err != nil {
 		return nil, err
 	}
+	obj = convertLegacyIngress(typ, obj)
 	out := &unstructured.Unstructured{Object: obj}
 	out.SetAPIVersion(typ.Target.GroupVersion().String())
 	out.SetKind(typ.Target.Kind)
