@@ -45,10 +45,13 @@ spec.federatedGroup and spec.federatedVersion are honoured.
 
 The schema of spec.template is converted from the host's OpenAPI v3 document
 of the kind, without descriptions; when the host publishes none, the template
-accepts any field, and enable says so. spec.placement, spec.overrides and
-status are those of FederatedDeployment. The FederatedDeployment CRD ships
-with Fedwarden: enabling deployments.apps creates only its
-FederatedTypeConfig (and the CRD, if it is missing).
+accepts any field, and enable says so. An Ingress template
+(networking.k8s.io/v1) also accepts the extensions/v1beta1 shape of KubeFed's
+manifests (backend.serviceName and servicePort, spec.backend, no pathType),
+which Fedwarden converts to v1 when it propagates. spec.placement,
+spec.overrides and status are those of FederatedDeployment. The
+FederatedDeployment CRD ships with Fedwarden: enabling deployments.apps
+creates only its FederatedTypeConfig (and the CRD, if it is missing).
 
 Everything is applied server-side (field manager fedwarden-enable), so running
 enable again updates the CRD and turns propagation back on if
