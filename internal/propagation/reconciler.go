@@ -284,7 +284,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		}
 		return cpv, nil
 	}
-	if equality.Semantic.DeepEqual(cpv.Spec, want) && slices.Equal(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
+	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
 		return cpv, nil
 	}
 	before := cpv.DeepCopy()

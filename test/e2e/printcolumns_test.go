@@ -9,6 +9,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -23,13 +24,39 @@ func TestKubectlColumns(t *testing.T) {
 	t.Parallel()
 	c := hostClient(t)
 	ns := testNamespace(t, c)
+	enableDeployments(t)
+	// A FederatedDeployment propagated for real, as users see it.
+	m1, m2 := fed.Members[0].Name, fed.Members[1].Name
+	fd := decode(t, fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: web, namespace: %s}
+spec:
+  template:
+    spec:
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec: {containers: [{name: web, image: "nginx:1.27"}]}
+  placement: {clusters: [{name: %s}, {name: %s}]}
+`, ns, m1, m2))
+	if err := c.Create(t.Context(), fd); err != nil {
+		t.Fatal(err)
+	}
+	waitForCPV(t, c, ns, "deployment-web", "1", "1", m1, m2)
+	eventually(t, 30*time.Second, "the FederatedDeployment's status", func(ctx context.Context) (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(fd), fd); err != nil {
+			return false, err.Error()
+		}
+		n, _, _ := unstructured.NestedInt64(fd.Object, "status", "clusterCount")
+		return n == 2, fmt.Sprint(fd.Object["status"])
+	})
+	joinedMembers(t)
 	tests := []struct {
 		gv        schema.GroupVersion
 		resource  string
 		namespace string
-		object    string // created, then its status written
-		status    string
-		existing  string // instead of object: an object the controllers keep
+		name      string
 		columns   []string
 		cells     []string // the row's cells but the age
 	}{
@@ -37,35 +64,26 @@ func TestKubectlColumns(t *testing.T) {
 			// A member joined by the shared test bed, its status kept by the
 			// health controller.
 			gv: schema.GroupVersion{Group: "core.kubefed.io", Version: "v1beta1"}, resource: "federatedclusters",
-			existing: fed.Members[0].Name,
-			columns:  []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
-			cells:    []string{fed.Members[0].Name, "True", "Push", "v1.37.2", "region-1"},
+			name:    m1,
+			columns: []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
+			cells:   []string{m1, "True", "Push", "v1.37.2", "region-1"},
 		},
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,
-			object:  `{apiVersion: types.kubefed.io/v1beta1, kind: ClusterPropagatedVersion, metadata: {name: deployment-web, namespace: ` + ns + `}, spec: {template: web, clusters: [{name: cluster-beijing}, {name: cluster-shanghai}]}}`,
-			status:  `{templateVersion: "3", overrideVersion: "1", clusterCount: 2, driftedClusters: 1}`,
+			name:    "deployment-web",
 			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Age"},
-			cells:   []string{"deployment-web", "3", "1", "2", "1"},
+			cells:   []string{"deployment-web", "1", "1", "2", "0"},
 		},
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "federateddeployments", namespace: ns,
-			object:  `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedDeployment, metadata: {name: web, namespace: ` + ns + `}}`,
-			status:  `{clusterCount: 2, clusters: [{name: c1}, {name: c2}], conditions: [{type: Propagated, status: "True", reason: Propagated, message: ok, lastTransitionTime: "2026-11-29T00:00:00Z"}]}`,
+			name:    "web",
 			columns: []string{"Name", "Clusters", "Propagated", "Age"},
 			cells:   []string{"web", "2", "True"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.resource, func(t *testing.T) {
-			t.Parallel()
-			name := tt.existing
-			if name == "" {
-				name = createWithStatus(t, c, tt.object, tt.status)
-			} else {
-				joinedMembers(t)
-			}
-			table := getTable(t, tt.gv, tt.namespace, tt.resource, name)
+			table := getTable(t, tt.gv, tt.namespace, tt.resource, tt.name)
 			var got []string
 			for _, col := range table.ColumnDefinitions {
 				got = append(got, col.Name)
@@ -74,7 +92,7 @@ func TestKubectlColumns(t *testing.T) {
 				t.Errorf("kubectl get %s shows columns %v, want %v", tt.resource, got, tt.columns)
 			}
 			if len(table.Rows) != 1 || len(table.Rows[0].Cells) != len(tt.columns) {
-				t.Fatalf("kubectl get %s %s shows rows %v, want one of %d cells", tt.resource, name, table.Rows, len(tt.columns))
+				t.Fatalf("kubectl get %s %s shows rows %v, want one of %d cells", tt.resource, tt.name, table.Rows, len(tt.columns))
 			}
 			var cells []string
 			for _, cell := range table.Rows[0].Cells[:len(tt.cells)] {
@@ -85,22 +103,6 @@ func TestKubectlColumns(t *testing.T) {
 			}
 		})
 	}
-}
-
-// createWithStatus creates object and writes its status, as a controller
-// would; it returns the object's name.
-func createWithStatus(t *testing.T, c client.Client, object, status string) string {
-	t.Helper()
-	obj := decode(t, object)
-	if err := c.Create(t.Context(), obj); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
-	obj.Object["status"] = decode(t, status).Object
-	if err := c.Status().Update(t.Context(), obj); err != nil {
-		t.Fatal(err)
-	}
-	return obj.GetName()
 }
 
 func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource, name string) *metav1.Table {

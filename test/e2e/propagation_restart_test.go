@@ -1,0 +1,405 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+)
+
+// deploymentsTypeConfig is the FederatedTypeConfig of Deployments that
+// enableDeployments creates in the shared test bed.
+const deploymentsTypeConfig = `
+apiVersion: core.kubefed.io/v1beta1
+kind: FederatedTypeConfig
+metadata: {name: deployments.apps}
+spec:
+  federatedType: {group: types.kubefed.io, kind: FederatedDeployment, pluralName: federateddeployments, scope: Namespaced, version: v1beta1}
+  propagation: Enabled
+  statusCollection: Enabled
+  targetType: {group: apps, kind: Deployment, pluralName: deployments, scope: Namespaced, version: v1}
+`
+
+// propagationController is the name the controller-manager gives the
+// propagation controller of Deployments in its metrics.
+const propagationController = "propagation-deployments.apps"
+
+// restartBed is a test bed of its own, for tests that restart the
+// controller-manager or stop a member.
+type restartBed struct {
+	*localfed.Federation
+	host client.Client
+	cm   *controllerManager
+}
+
+// startRestartBed starts a host and two members, a controller-manager,
+// joins both members and enables Deployments. The members run no
+// deployment controller: only Fedwarden writes their Deployments, so a
+// resourceVersion that moves is a Fedwarden write.
+func startRestartBed(t *testing.T) *restartBed {
+	t.Helper()
+	f, err := localfed.Start(t.Context(), localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	if err != nil {
+		t.Fatalf("starting a test bed: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stopping the test bed: %v", err)
+		}
+	})
+	bed := &restartBed{Federation: f, host: newClient(t, f.Host.Config)}
+	bed.startControllerManager(t)
+	for _, m := range f.Members {
+		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
+			t.Fatalf("joining %s failed:\n%s", m.Name, r)
+		}
+	}
+	createObject(t, bed.host, decode(t, deploymentsTypeConfig))
+	eventually(t, 30*time.Second, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
+		ftc := &corev1beta1.FederatedTypeConfig{}
+		if err := bed.host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
+			return false, err.Error()
+		}
+		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
+	})
+	return bed
+}
+
+// startControllerManager starts a controller-manager on the bed, stopped
+// when the test ends.
+func (b *restartBed) startControllerManager(t *testing.T) {
+	t.Helper()
+	manager, err := startControllerManager(b.Federation, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.cm = manager
+	t.Cleanup(func() {
+		if err := manager.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			dumpLog(manager.logPath)
+		}
+	})
+}
+
+// memberVersions returns the resourceVersion of every Deployment of
+// namespace in each member, by member and name.
+func (b *restartBed) memberVersions(t *testing.T, namespace string) map[string]map[string]string {
+	t.Helper()
+	rvs := map[string]map[string]string{}
+	for _, m := range b.Members {
+		var list appsv1.DeploymentList
+		if err := newClient(t, m.Config).List(t.Context(), &list, client.InNamespace(namespace)); err != nil {
+			t.Fatalf("listing Deployments in %s: %v", m.Name, err)
+		}
+		rvs[m.Name] = map[string]string{}
+		for _, d := range list.Items {
+			rvs[m.Name][d.Name] = d.ResourceVersion
+		}
+	}
+	return rvs
+}
+
+// hostVersions returns the resourceVersion of every FederatedDeployment
+// and CPV of namespace on the host, by kind and name.
+func (b *restartBed) hostVersions(t *testing.T, namespace string) map[string]map[string]string {
+	t.Helper()
+	rvs := map[string]map[string]string{"FederatedDeployment": {}, "ClusterPropagatedVersion": {}}
+	fds := &unstructured.UnstructuredList{}
+	fds.SetAPIVersion("types.kubefed.io/v1beta1")
+	fds.SetKind("FederatedDeploymentList")
+	if err := b.host.List(t.Context(), fds, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds.Items {
+		rvs["FederatedDeployment"][fd.GetName()] = fd.GetResourceVersion()
+	}
+	var cpvs typesv1beta1.ClusterPropagatedVersionList
+	if err := b.host.List(t.Context(), &cpvs, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, cpv := range cpvs.Items {
+		rvs["ClusterPropagatedVersion"][cpv.Name] = cpv.ResourceVersion
+	}
+	return rvs
+}
+
+// changedVersions lists what differs between two memberVersions.
+func changedVersions(before, after map[string]map[string]string) []string {
+	var changed []string
+	for member, rvs := range before {
+		for name, rv := range rvs {
+			if after[member][name] != rv {
+				changed = append(changed, fmt.Sprintf("%s %s: %s → %s", member, name, rv, after[member][name]))
+			}
+		}
+		for name := range after[member] {
+			if _, ok := rvs[name]; !ok {
+				changed = append(changed, fmt.Sprintf("%s %s: new", member, name))
+			}
+		}
+	}
+	return changed
+}
+
+// onlyBoth tells whether changed, from changedVersions, lists the copies
+// of name in both members and nothing else.
+func onlyBoth(changed []string, name string) bool {
+	return len(changed) == 2 && !slices.ContainsFunc(changed, func(c string) bool { return !strings.Contains(c, " "+name+": ") })
+}
+
+// waitForAllInSync waits until each of the named CPVs is at templateVersion
+// and InSync on every member.
+func (b *restartBed) waitForAllInSync(t *testing.T, namespace string, names []string, templateVersion string) {
+	t.Helper()
+	eventually(t, 60*time.Second, fmt.Sprintf("%d CPVs in sync at template version %s on both members", len(names), templateVersion), func(ctx context.Context) (bool, string) {
+		var list typesv1beta1.ClusterPropagatedVersionList
+		if err := b.host.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+			return false, err.Error()
+		}
+		byName := map[string]typesv1beta1.ClusterPropagatedVersion{}
+		for _, cpv := range list.Items {
+			byName[cpv.Name] = cpv
+		}
+		var behind []string
+		for _, name := range names {
+			st := byName["deployment-"+name].Status
+			ok := string(st.TemplateVersion) == templateVersion && len(st.ClusterVersions) == len(b.Members)
+			for _, cv := range st.ClusterVersions {
+				ok = ok && cv.State == typesv1beta1.InSync && string(cv.TemplateVersion) == templateVersion
+			}
+			if !ok {
+				behind = append(behind, name)
+			}
+		}
+		return len(behind) == 0, fmt.Sprintf("%d not in sync: %v", len(behind), behind)
+	})
+}
+
+// series returns the sum of the values of metric name over the series whose
+// labels contain every one of labels (each `key="value"`), and whether there
+// is one.
+func (cm *controllerManager) series(t *testing.T, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	v, ok, err := cm.sum(t.Context(), name, labels...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, ok
+}
+
+func (cm *controllerManager) sum(ctx context.Context, name string, labels ...string) (float64, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cm.MetricsURL, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, fmt.Errorf("scraping %s: %w", cm.MetricsURL, err)
+	}
+	defer resp.Body.Close()
+	sum, found := 0.0, false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(line, l)
+		}
+		fields := strings.Fields(line)
+		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		if all && err == nil {
+			sum, found = sum+v, true
+		}
+	}
+	return sum, found, sc.Err()
+}
+
+// applies counts the controller-manager's apply writes to a member.
+func (cm *controllerManager) applies(t *testing.T, member string) float64 {
+	t.Helper()
+	v, _ := cm.series(t, "fedwarden_member_writes_total", fmt.Sprintf("cluster=%q", member), `verb="apply"`)
+	return v
+}
+
+// waitForIdle waits until the propagation controller has finished at least
+// reconciles syncs and has nothing queued or running.
+func (cm *controllerManager) waitForIdle(t *testing.T, reconciles float64) {
+	t.Helper()
+	ctrl := fmt.Sprintf("controller=%q", propagationController)
+	eventually(t, 60*time.Second, "the propagation controller to be idle", func(ctx context.Context) (bool, string) {
+		done, _, err := cm.sum(ctx, "controller_runtime_reconcile_total", ctrl)
+		if err != nil {
+			return false, err.Error() // not serving yet
+		}
+		depth, okDepth, _ := cm.sum(ctx, "workqueue_depth", ctrl)
+		active, okActive, _ := cm.sum(ctx, "controller_runtime_active_workers", ctrl)
+		return done >= reconciles && okDepth && depth == 0 && okActive && active == 0,
+			fmt.Sprintf("%v reconciles, queue depth %v (exported: %v), active workers %v (exported: %v)", done, depth, okDepth, active, okActive)
+	})
+}
+
+func setImage(t *testing.T, image string) func(*unstructured.Unstructured) {
+	return func(obj *unstructured.Unstructured) {
+		containers, _, err := unstructuredSlice(obj.Object, "spec", "template", "spec", "template", "spec", "containers")
+		if err != nil || len(containers) == 0 {
+			t.Fatalf("reading the template's containers: %v", err)
+		}
+		containers[0].(map[string]any)["image"] = image
+		setNested(t, obj.Object, containers, "spec", "template", "spec", "template", "spec", "containers")
+	}
+}
+
+// A new controller-manager takes over 50 propagated FederatedDeployments
+// without writing to a member; afterwards a template change writes once
+// per member. Then a member goes offline during an update: its CPV entry
+// says Unreachable and keeps the version it has while the other member
+// moves on, and it catches up when it is back, with that one write. This
+// test restarts a controller-manager and a member, so it has a test bed of
+// its own.
+func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	bed := startRestartBed(t)
+	ns := testNamespace(t, bed.host)
+	m1, m2 := bed.Members[0].Name, bed.Members[1].Name
+	var names []string
+	for i := range 50 {
+		name := fmt.Sprintf("web-%02d", i)
+		names = append(names, name)
+		createObject(t, bed.host, newFederatedDeployment(t, ns, name, 0, placedOn(m1, m2)))
+	}
+	bed.waitForAllInSync(t, ns, names, "1")
+	before, hostBefore := bed.memberVersions(t, ns), bed.hostVersions(t, ns)
+	for _, m := range bed.Members {
+		if n := len(before[m.Name]); n != len(names) {
+			t.Fatalf("%s has %d Deployments in %s, want %d", m.Name, n, ns, len(names))
+		}
+	}
+
+	// Restart: the new controller-manager syncs every resource again and
+	// finds every member copy, CPV and status current.
+	if err := bed.cm.stop(); err != nil {
+		t.Fatal(err)
+	}
+	bed.startControllerManager(t)
+	bed.cm.waitForIdle(t, float64(len(names)))
+	if changed := changedVersions(before, bed.memberVersions(t, ns)); len(changed) > 0 {
+		t.Errorf("the restarted controller-manager wrote %d member Deployments: %v", len(changed), changed)
+	}
+	if changed := changedVersions(hostBefore, bed.hostVersions(t, ns)); len(changed) > 0 {
+		t.Errorf("the restarted controller-manager changed %d host objects: %v", len(changed), changed)
+	}
+	if writes, ok := bed.cm.series(t, "fedwarden_member_writes_total"); ok && writes != 0 {
+		t.Errorf("the restarted controller-manager made %v writes to members, want none", writes)
+	}
+	t.Run("no write requests to the host", func(t *testing.T) {
+		// Its writes to the host's objects are PATCHes (the leader-election
+		// Lease and Event aside, which are PUT and POST).
+		hostAddr := strings.TrimPrefix(bed.Host.Endpoint, "https://")
+		if n, _ := bed.cm.series(t, "rest_client_requests_total", fmt.Sprintf("host=%q", hostAddr), `method="PATCH"`); n > 0 {
+			t.Errorf("the restarted controller-manager sent %v PATCH requests to the host, want none", n)
+		}
+	})
+	// It propagates a new FederatedDeployment: one write per member.
+	createObject(t, bed.host, newFederatedDeployment(t, ns, "fresh", 0, placedOn(m1, m2)))
+	waitForCPV(t, bed.host, ns, "deployment-fresh", "1", "1", m1, m2)
+	bed.cm.waitForIdle(t, 0)
+	for _, m := range bed.Members {
+		if got := bed.cm.applies(t, m.Name); got != 1 {
+			t.Errorf("the restarted controller-manager applied %v times to %s; want 1, for the new FederatedDeployment", got, m.Name)
+		}
+	}
+
+	// One template change: one write per member.
+	changedName := names[7]
+	before = bed.memberVersions(t, ns)
+	patchFederated(t, bed.host, ns, changedName, setImage(t, "nginx:1.28"))
+	waitForCPV(t, bed.host, ns, "deployment-"+changedName, "2", "1", m1, m2)
+	bed.cm.waitForIdle(t, 0)
+	for _, m := range bed.Members {
+		if got := bed.cm.applies(t, m.Name); got != 2 {
+			t.Errorf("after one template change, %v applies to %s since the restart; want 2 (the new FederatedDeployment and the change)", got, m.Name)
+		}
+		d := &appsv1.Deployment{}
+		if err := newClient(t, m.Config).Get(t.Context(), types.NamespacedName{Namespace: ns, Name: changedName}, d); err != nil {
+			t.Fatal(err)
+		}
+		if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.28" || d.Annotations[typesv1beta1.AnnotationTemplateVersion] != "2" {
+			t.Errorf("%s: image %s, template version %q after the change; want nginx:1.28 and 2", m.Name, img, d.Annotations[typesv1beta1.AnnotationTemplateVersion])
+		}
+	}
+	if changed := changedVersions(before, bed.memberVersions(t, ns)); !onlyBoth(changed, changedName) {
+		t.Errorf("one template change of %s changed %d member Deployments, want its two copies: %v", changedName, len(changed), changed)
+	}
+
+	// Member-1 goes offline; the next template change reaches member-2
+	// only, and member-1's entry says why it is behind.
+	down := bed.Members[0]
+	before = bed.memberVersions(t, ns)
+	appliesBefore := bed.cm.applies(t, m1)
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitForCondition(t, bed.host, m1, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, time.Duration(failureThreshold+3)*probePeriod+10*time.Second)
+	patchFederated(t, bed.host, ns, changedName, setImage(t, "nginx:1.29"))
+	eventually(t, 30*time.Second, fmt.Sprintf("%s Unreachable at template version 2 and %s InSync at 3", m1, m2), func(ctx context.Context) (bool, string) {
+		cpv, err := cpvOf(ctx, bed.host, ns, "deployment-"+changedName)
+		if err != nil {
+			return false, err.Error()
+		}
+		st := cpv.Status
+		if st.TemplateVersion != "3" || len(st.ClusterVersions) != 2 {
+			return false, fmt.Sprintf("%+v", st)
+		}
+		off, on := st.ClusterVersions[0], st.ClusterVersions[1]
+		return off.State == typesv1beta1.Unreachable && off.TemplateVersion == "2" && strings.Contains(off.Message, "not Ready") &&
+			on.State == typesv1beta1.InSync && on.TemplateVersion == "3", fmt.Sprintf("%+v", st)
+	})
+	waitForFederatedStatus(t, bed.host, ns, changedName, metav1.ConditionFalse, typesv1beta1.ReasonPropagationFailed, map[string]clusterOutcome{
+		m1: {reason: typesv1beta1.ClusterUnreachable, message: "not Ready"},
+		m2: {reason: typesv1beta1.ClusterPropagated},
+	})
+
+	// Back: member-1 gets the change, and nothing else.
+	if err := down.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitForCPV(t, bed.host, ns, "deployment-"+changedName, "3", "1", m1, m2)
+	others := append(slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == changedName }), "fresh")
+	bed.waitForAllInSync(t, ns, others, "1")
+	bed.cm.waitForIdle(t, 0)
+	d := &appsv1.Deployment{}
+	if err := newClient(t, down.Config).Get(t.Context(), types.NamespacedName{Namespace: ns, Name: changedName}, d); err != nil {
+		t.Fatal(err)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.29" {
+		t.Errorf("%s: image %s after it came back, want nginx:1.29", m1, img)
+	}
+	if got := bed.cm.applies(t, m1) - appliesBefore; got != 1 {
+		t.Errorf("%v applies to %s from its going offline to its catching up; want 1", got, m1)
+	}
+	if changed := changedVersions(before, bed.memberVersions(t, ns)); !onlyBoth(changed, changedName) {
+		t.Errorf("one template change of %s while %s was down changed %d member Deployments, want its two copies: %v", changedName, m1, len(changed), changed)
+	}
+}
