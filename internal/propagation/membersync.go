@@ -104,7 +104,9 @@ func (r *Reconciler) syncCluster(ctx context.Context, fed *unstructured.Unstruct
 	desired.SetAnnotations(annotations)
 	applied, err := r.apply(ctx, member, desired)
 	if err != nil {
-		return applyFailed(name, err, !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) && !apierrors.IsBadRequest(err))
+		// An invalid object stays invalid until the resource changes; a refusal
+		// (RBAC) may be lifted by joining again: that is worth retrying.
+		return applyFailed(name, err, !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err))
 	}
 	return inSync(name, applied)
 }
