@@ -87,7 +87,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Annotations: map[string]string{streams.AnnotationOwnLogger: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
-				return &streams.ExitError{Code: 2, Err: err}
+				return streams.UsageError(err)
 			}
 			return run(cmd.Context(), o)
 		},

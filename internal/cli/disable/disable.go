@@ -6,11 +6,11 @@ package disable
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 )
@@ -55,46 +55,28 @@ const example = `  # Stop propagating ConfigMaps
 // NewCommand returns `fedwarden disable`.
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:     "disable RESOURCE[.GROUP]",
 		Short:   "Stop propagating a federated kind; optionally delete its FederatedTypeConfig and CRD",
 		Long:    long,
 		Example: example,
-		Args:    exactlyOneResource,
-		// Errors are printed once, by the root command; usage only on request.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:    cmdline.ExactArgs(1, "the resource"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.resource = args[0]
 			return run(cmd.Context(), s, o)
 		},
-	}
-	cmd.SetFlagErrorFunc(usageError)
+	})
 	addFlags(cmd, o)
 	return cmd
 }
 
 func addFlags(cmd *cobra.Command, o *options) {
+	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
-	f.StringVar(&o.host.Path, "host-kubeconfig", "", "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.host.Context, "host-context", "", "context of the host cluster (default the current context)")
 	f.BoolVar(&o.delete, "delete", false, "delete the FederatedTypeConfig instead of disabling its propagation")
 	f.BoolVar(&o.deleteCRD, "delete-crd", false, "also delete the Federated<Kind> CRD, and with it every Federated<Kind> resource (implies --delete)")
 	f.BoolVar(&o.force, "force", false, "with --delete-crd: delete the CRD even though Federated<Kind> resources exist")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for a CRD to be deleted, and for any one request")
-	o.host.PathFlag, o.host.ContextFlag = "--host-kubeconfig", "--host-context"
-}
-
-func exactlyOneResource(_ *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageError(nil, fmt.Errorf("disable takes one argument, the resource; got %d", len(args)))
-	}
-	return nil
-}
-
-// usageError is an error of the command line: exit code 2.
-func usageError(_ *cobra.Command, err error) error {
-	return &streams.ExitError{Code: 2, Err: err}
 }
 
 // validate checks the flags that need no cluster.
@@ -103,19 +85,17 @@ func (o *options) validate() error {
 	if o.force && !o.deleteCRD {
 		errs = append(errs, errors.New("--force applies to --delete-crd only"))
 	}
-	if o.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s must be positive", o.timeout))
-	}
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
 	return errors.Join(errs...)
 }
 
 func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	d, err := newDisabler(s, host, o.timeout)
 	if err != nil {

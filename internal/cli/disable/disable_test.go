@@ -1,30 +1,17 @@
 package disable
 
 import (
-	"bytes"
-	"errors"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 )
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host"}
-	kc.CurrentContext = "host"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
+	path := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
 	tests := []struct {
 		name    string
 		args    []string
@@ -40,16 +27,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errOut bytes.Buffer
-			cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			err := cmd.Execute()
-			var exit *streams.ExitError
-			if !errors.As(err, &exit) || exit.Code != 2 || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("error %v, want exit code 2 and %q", err, tt.wantErr)
-			}
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
 	}
 }

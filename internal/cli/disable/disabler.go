@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -37,23 +36,18 @@ var crdGVK = apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefiniti
 
 // disabler disables types in one host.
 type disabler struct {
-	client  client.Client
+	host    manifest.Applier
 	disco   federatedtype.Discovery
 	out     io.Writer // progress
 	timeout time.Duration
 }
 
 func newDisabler(s streams.IO, host *kubeconfig.Cluster, timeout time.Duration) (*disabler, error) {
-	host.Config.Timeout = timeout
-	c, err := host.Client()
+	c, disco, err := host.Clients(timeout)
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
-	}
-	return &disabler{client: c, disco: disco, out: s.ErrOut, timeout: timeout}, nil
+	return &disabler{host: manifest.Applier{Client: c}, disco: disco, out: s.ErrOut, timeout: timeout}, nil
 }
 
 // fedType is the type disable acts on.
@@ -71,7 +65,7 @@ func (f *fedType) name() string { return f.typ.Target.Resource() }
 // host serves its kind (its CRD may remain).
 func (d *disabler) find(ctx context.Context, arg string) (*fedType, error) {
 	list := &corev1beta1.FederatedTypeConfigList{}
-	if err := d.client.List(ctx, list); err != nil {
+	if err := d.host.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing FederatedTypeConfigs: %w", err)
 	}
 	if ftc := matchTypeConfig(list.Items, arg); ftc != nil {
@@ -80,7 +74,7 @@ func (d *disabler) find(ctx context.Context, arg string) (*fedType, error) {
 	target, err := federatedtype.Resolve(ctx, d.disco, arg, "")
 	switch {
 	case errors.Is(err, federatedtype.ErrUnknownResource):
-		return nil, usageError(nil, fmt.Errorf("%w; enabled types: %s", err, enabled(list.Items)))
+		return nil, streams.UsageError(fmt.Errorf("%w; enabled types: %s", err, enabled(list.Items)))
 	case err != nil:
 		return nil, err
 	}
@@ -129,7 +123,7 @@ func enabled(ftcs []corev1beta1.FederatedTypeConfig) string {
 
 // notEnabled is the usage error of a type without FederatedTypeConfig.
 func notEnabled(ft *fedType) error {
-	return usageError(nil, fmt.Errorf("%s is not enabled: there is no FederatedTypeConfig %s", ft.name(), ft.name()))
+	return streams.UsageError(fmt.Errorf("%s is not enabled: there is no FederatedTypeConfig %s", ft.name(), ft.name()))
 }
 
 // disable sets spec.propagation to Disabled.
@@ -147,7 +141,7 @@ func (d *disabler) disable(ctx context.Context, ft *fedType) error {
 		"metadata":   map[string]any{"name": ft.ftc.Name},
 		"spec":       map[string]any{"propagation": string(corev1beta1.Disabled)},
 	}}
-	if _, err := manifest.Apply(ctx, d.client, u, fieldOwner); err != nil {
+	if _, err := d.host.Apply(ctx, u, fieldOwner); err != nil {
 		return err
 	}
 	fmt.Fprintf(d.out, "%s: propagation Disabled in FederatedTypeConfig %s\n", ft.name(), ft.ftc.Name)
@@ -183,7 +177,7 @@ func (d *disabler) deleteTypeConfigOnly(ctx context.Context, ft *fedType) error 
 	if ft.ftc == nil {
 		return notEnabled(ft)
 	}
-	if err := d.client.Delete(ctx, ft.ftc); err != nil && !apierrors.IsNotFound(err) {
+	if err := d.host.Client.Delete(ctx, ft.ftc); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting FederatedTypeConfig %s: %w", ft.ftc.Name, err)
 	}
 	fmt.Fprintf(d.out, "%s: deleted FederatedTypeConfig %s\n", ft.name(), ft.ftc.Name)
@@ -200,7 +194,7 @@ func (d *disabler) deleteAll(ctx context.Context, ft *fedType, force bool) error
 		return err
 	}
 	if shipped != nil {
-		return usageError(nil, fmt.Errorf("--delete-crd: CustomResourceDefinition %s ships with Fedwarden and is not deleted; "+
+		return streams.UsageError(fmt.Errorf("--delete-crd: CustomResourceDefinition %s ships with Fedwarden and is not deleted; "+
 			"--delete deletes the FederatedTypeConfig only", shipped.Name))
 	}
 	exists, err := d.crdExists(ctx, ft)
@@ -236,7 +230,7 @@ func (d *disabler) deleteCRD(ctx context.Context, ft *fedType, force bool) error
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
 	crd.SetName(ft.typ.CRDName())
-	if err := d.client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
+	if err := d.host.Client.Delete(ctx, crd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting CustomResourceDefinition %s: %w", crd.GetName(), err)
 	}
 	fmt.Fprintf(d.out, "%s: deleted CustomResourceDefinition %s\n", ft.name(), crd.GetName())
@@ -268,7 +262,7 @@ func (d *disabler) waitGone(ctx context.Context, ft *fedType, n int) error {
 func (d *disabler) crdExists(ctx context.Context, ft *fedType) (bool, error) {
 	crd := &metav1.PartialObjectMetadata{}
 	crd.SetGroupVersionKind(crdGVK)
-	err := d.client.Get(ctx, client.ObjectKey{Name: ft.typ.CRDName()}, crd)
+	err := d.host.Client.Get(ctx, client.ObjectKey{Name: ft.typ.CRDName()}, crd)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -283,7 +277,7 @@ func (d *disabler) federatedResources(ctx context.Context, ft *fedType) ([]metav
 	list := &metav1.PartialObjectMetadataList{}
 	gvk := ft.typ.FederatedGroupVersionKind()
 	list.SetGroupVersionKind(schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind + "List"})
-	if err := d.client.List(ctx, list); err != nil {
+	if err := d.host.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing %s resources: %w", gvk.Kind, err)
 	}
 	return list.Items, nil

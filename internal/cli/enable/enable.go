@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
@@ -74,51 +75,33 @@ const example = `  # Enable ConfigMaps and Deployments
 // NewCommand returns `fedwarden enable`.
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:     "enable RESOURCE[.GROUP] | -f FILE",
 		Short:   "Enable federation of a kind: create its FederatedTypeConfig and Federated<Kind> CRD",
 		Long:    long,
 		Example: example,
-		Args:    o.args,
-		// Errors are printed once, by the root command; usage only on request.
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		// The resource, or none with -f.
+		Args: cmdline.MaxArgs(1, "the resource"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.resource = args[0]
+			}
 			return run(cmd.Context(), s, o)
 		},
-	}
-	cmd.SetFlagErrorFunc(usageError)
+	})
 	addFlags(cmd, o)
 	return cmd
 }
 
 func addFlags(cmd *cobra.Command, o *options) {
+	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
-	f.StringVar(&o.host.Path, "host-kubeconfig", "", "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.host.Context, "host-context", "", "context of the host cluster (default the current context)")
 	f.StringSliceVarP(&o.files, "filename", "f", nil, "KubeFed EnableTypeDirective file, or directory of them (repeatable)")
 	f.StringVarP(&o.output, "output", "o", "", "print the FederatedTypeConfig and CRD as yaml or json instead of creating them")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long to wait for each CRD to be Established, and for any one request")
 	f.StringVar(&o.targetVersion, "target-version", "", "version of the kind to propagate (default its preferred version)")
 	f.StringVar(&o.federatedGroup, "federated-group", "", "group of the Federated<Kind> (default types.kubefed.io)")
 	f.StringVar(&o.federatedVersion, "federated-version", "", "version of the Federated<Kind> (default v1beta1)")
-	o.host.PathFlag, o.host.ContextFlag = "--host-kubeconfig", "--host-context"
-}
-
-// args takes the resource, or none with -f.
-func (o *options) args(_ *cobra.Command, args []string) error {
-	switch {
-	case len(args) > 1:
-		return usageError(nil, fmt.Errorf("enable takes one argument, the resource; got %d", len(args)))
-	case len(args) == 1:
-		o.resource = args[0]
-	}
-	return nil
-}
-
-// usageError is an error of the command line: exit code 2.
-func usageError(_ *cobra.Command, err error) error {
-	return &streams.ExitError{Code: 2, Err: err}
 }
 
 // validate checks the flags that need no cluster.
@@ -136,9 +119,7 @@ func (o *options) validate() error {
 	if err := manifest.ValidateFormat(o.output); err != nil {
 		errs = append(errs, err)
 	}
-	if o.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s must be positive", o.timeout))
-	}
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
 	return errors.Join(errs...)
 }
 
@@ -157,15 +138,15 @@ func (o *options) requests() ([]request, error) {
 
 func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	reqs, err := o.requests()
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	e, err := newEnabler(s, host, o.timeout)
 	if err != nil {

@@ -1,9 +1,8 @@
 package enable_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,14 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
@@ -34,32 +32,10 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // TestEnableFederateDisable enables KubeFed's sample types in a real host,
 // federates objects of them, and disables them again.
 func TestEnableFederateDisable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real etcd and kube-apiserver processes")
-	}
-	// The commands make clients long after the test binary started: without
-	// a logger controller-runtime would complain.
-	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	fed, err := localfed.Start(ctx, localfed.WithMembers(0), localfed.WithControllers())
-	if err != nil {
-		t.Fatalf("starting the federation: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fed.Stop(); err != nil {
-			t.Errorf("stopping the federation: %v", err)
-		}
-	})
-	host, err := kubeconfig.Load(kubeconfig.Source{Path: fed.Host.Kubeconfig})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := host.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb := &testBed{host: c, flags: []string{"--host-kubeconfig", fed.Host.Kubeconfig}}
+	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
+	tb := &testBed{host: clitest.Client(t, fed.Host.Kubeconfig), flags: []string{"--host-kubeconfig", fed.Host.Kubeconfig}}
 
 	tb.checkEnable(ctx, t)
 	tb.checkFederate(ctx, t)
@@ -74,22 +50,7 @@ type testBed struct {
 // run runs a command with args and the test bed's flags, and returns its
 // output and the exit code root.Execute would give.
 func (tb *testBed) run(newCommand func(streams.IO) *cobra.Command, args ...string) (stdout, stderr string, code int) {
-	var out, errOut bytes.Buffer
-	cmd := newCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(append([]string{}, args...), tb.flags...))
-	err := cmd.Execute()
-	var exit *streams.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.Code
-	default:
-		code = 1
-	}
-	if err != nil {
-		errOut.WriteString("Error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), code
+	return clitest.Execute(newCommand, slices.Concat(args, tb.flags)...)
 }
 
 // expect runs a command and checks its exit code and that stderr holds each of want.

@@ -1,58 +1,13 @@
 package enable
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 )
-
-// writeKubeconfig writes a kubeconfig whose only context, host, points to
-// a server that is never contacted.
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	kc.AuthInfos["host"] = &clientcmdapi.AuthInfo{Token: "t"}
-	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "host"}
-	kc.CurrentContext = "host"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// execute runs `enable args...` and returns stderr and the exit code that
-// root.Execute would give.
-func execute(t *testing.T, args ...string) (stderr string, code int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	var exit *streams.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.Code
-	default:
-		code = 1
-	}
-	if err != nil {
-		errOut.WriteString("Error: " + err.Error())
-	}
-	return errOut.String(), code
-}
 
 func writeFile(t *testing.T, dir, name, content string) string {
 	t.Helper()
@@ -65,7 +20,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
-	kc := writeKubeconfig(t)
+	kc := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
 	dir := t.TempDir()
 	notDirective := writeFile(t, dir, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
 	noName := writeFile(t, dir, "noname.yaml", "apiVersion: core.kubefed.io/v1beta1\nkind: EnableTypeDirective\n")
@@ -94,10 +49,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			stderr, code := execute(t, tt.args...)
-			if code != 2 || !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("exit code %d, stderr %q; want 2 and %q", code, stderr, tt.wantErr)
-			}
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
 	}
 }

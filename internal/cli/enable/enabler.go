@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -28,23 +27,18 @@ const establishedPollInterval = 250 * time.Millisecond
 
 // enabler enables types in one host.
 type enabler struct {
-	client  client.Client
+	host    manifest.Applier
 	disco   federatedtype.Discovery
 	out     io.Writer // progress
 	timeout time.Duration
 }
 
 func newEnabler(s streams.IO, host *kubeconfig.Cluster, timeout time.Duration) (*enabler, error) {
-	host.Config.Timeout = timeout
-	c, err := host.Client()
+	c, disco, err := host.Clients(timeout)
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
-	}
-	return &enabler{client: c, disco: disco, out: s.ErrOut, timeout: timeout}, nil
+	return &enabler{host: manifest.Applier{Client: c}, disco: disco, out: s.ErrOut, timeout: timeout}, nil
 }
 
 // plan is what enabling one type writes.
@@ -65,9 +59,9 @@ func (e *enabler) plan(ctx context.Context, req request) (*plan, error) {
 	target, err := federatedtype.Resolve(ctx, e.disco, req.resource, req.targetVersion)
 	switch {
 	case errors.Is(err, federatedtype.ErrUnknownResource) && req.source != "":
-		return nil, usageError(nil, fmt.Errorf("%s: %w", req.source, err))
+		return nil, streams.UsageError(fmt.Errorf("%s: %w", req.source, err))
 	case errors.Is(err, federatedtype.ErrUnknownResource):
-		return nil, usageError(nil, err)
+		return nil, streams.UsageError(err)
 	case err != nil:
 		return nil, err
 	}
@@ -102,17 +96,11 @@ func (e *enabler) generate(ctx context.Context, typ federatedtype.Type) (*apiext
 
 // printPlans prints each plan's CRD and FederatedTypeConfig.
 func printPlans(s streams.IO, format string, plans []*plan) error {
-	var manifests []*unstructured.Unstructured
+	objs := make([]client.Object, 0, 2*len(plans))
 	for _, p := range plans {
-		for _, obj := range []client.Object{p.crd, p.ftc} {
-			m, err := manifest.From(obj)
-			if err != nil {
-				return err
-			}
-			manifests = append(manifests, m)
-		}
+		objs = append(objs, p.crd, p.ftc)
 	}
-	return manifest.Print(s.Out, format, manifests)
+	return manifest.PrintObjects(s.Out, format, objs)
 }
 
 // enable applies the CRD, waits until it is Established, then applies the
@@ -140,7 +128,7 @@ func (e *enabler) applyCRD(ctx context.Context, p *plan) error {
 		return err
 	}
 	if p.shipped {
-		rv, err := manifest.ResourceVersion(ctx, e.client, u)
+		rv, err := e.host.ResourceVersion(ctx, u)
 		if err != nil {
 			return err
 		}
@@ -149,7 +137,7 @@ func (e *enabler) applyCRD(ctx context.Context, p *plan) error {
 			return nil
 		}
 	}
-	outcome, err := manifest.Apply(ctx, e.client, u, fieldOwner)
+	outcome, err := e.host.Apply(ctx, u, fieldOwner)
 	if err != nil {
 		return err
 	}
@@ -192,7 +180,7 @@ func (e *enabler) waitEstablished(ctx context.Context, p *plan) error {
 func (e *enabler) getCRD(ctx context.Context, name string, crd *apiextensionsv1.CustomResourceDefinition) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	if err := e.client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+	if err := e.host.Client.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
 		return err
 	}
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd)
@@ -223,7 +211,7 @@ func conditions(crd *apiextensionsv1.CustomResourceDefinition) string {
 // back on if it was Disabled.
 func (e *enabler) applyTypeConfig(ctx context.Context, p *plan) error {
 	before := &corev1beta1.FederatedTypeConfig{}
-	err := e.client.Get(ctx, client.ObjectKey{Name: p.ftc.Name}, before)
+	err := e.host.Client.Get(ctx, client.ObjectKey{Name: p.ftc.Name}, before)
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
@@ -233,7 +221,7 @@ func (e *enabler) applyTypeConfig(ctx context.Context, p *plan) error {
 	if err != nil {
 		return err
 	}
-	outcome, err := manifest.Apply(ctx, e.client, u, fieldOwner)
+	outcome, err := e.host.Apply(ctx, u, fieldOwner)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
@@ -72,48 +73,30 @@ const example = `  # Propagate the ConfigMap web-file of namespace test-namespac
 // NewCommand returns `fedwarden federate`.
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:     "federate KIND NAME",
 		Short:   "Propagate an object of the host cluster by making a Federated<Kind> of it",
 		Long:    long,
 		Example: example,
-		Args:    exactlyTwo,
-		// Errors are printed once, by the root command; usage only on request.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:    cmdline.ExactArgs(2, "the kind and the object's name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.resource, o.name = args[0], args[1]
 			return run(cmd.Context(), s, o)
 		},
-	}
-	cmd.SetFlagErrorFunc(usageError)
+	})
 	addFlags(cmd, o)
 	return cmd
 }
 
 func addFlags(cmd *cobra.Command, o *options) {
+	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
-	f.StringVar(&o.host.Path, "host-kubeconfig", "", "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.host.Context, "host-context", "", "context of the host cluster (default the current context)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the object (default the context's namespace, else default)")
 	f.StringSliceVar(&o.clusters, "clusters", nil, "member clusters to place it on (comma-separated, or repeated)")
 	f.StringToStringVar(&o.selector, "cluster-selector", nil, "place it on the member clusters with these labels, key=value (comma-separated, or repeated)")
 	f.BoolVar(&o.all, "all-clusters", false, "place it on every member cluster")
 	f.StringVarP(&o.output, "output", "o", "", "print the Federated<Kind> as yaml or json instead of creating it")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request may take")
-	o.host.PathFlag, o.host.ContextFlag = "--host-kubeconfig", "--host-context"
-}
-
-func exactlyTwo(_ *cobra.Command, args []string) error {
-	if len(args) != 2 {
-		return usageError(nil, fmt.Errorf("federate takes two arguments, the kind and the object's name; got %d", len(args)))
-	}
-	return nil
-}
-
-// usageError is an error of the command line: exit code 2.
-func usageError(_ *cobra.Command, err error) error {
-	return &streams.ExitError{Code: 2, Err: err}
 }
 
 // validate checks the flags that need no cluster.
@@ -128,10 +111,8 @@ func (o *options) validate() error {
 	if placements != 1 {
 		errs = append(errs, errors.New("say where it goes with exactly one of --clusters, --cluster-selector and --all-clusters"))
 	}
-	errs = append(errs, validateClusters(o.clusters), validateSelector(o.selector), manifest.ValidateFormat(o.output))
-	if o.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s must be positive", o.timeout))
-	}
+	errs = append(errs, validateClusters(o.clusters), validateSelector(o.selector), manifest.ValidateFormat(o.output),
+		cmdline.PositiveDuration("--timeout", o.timeout))
 	return errors.Join(errs...)
 }
 
@@ -176,11 +157,11 @@ func contextNamespace(src kubeconfig.Source) (string, error) {
 
 func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	f, err := newFederator(s, host, o.timeout)
 	if err != nil {

@@ -3,36 +3,24 @@ package federate
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 )
 
 // writeKubeconfig writes a kubeconfig with the contexts host, and
 // team (namespace team-a), pointing to a server never contacted.
 func writeKubeconfig(t *testing.T) string {
 	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	kc.AuthInfos["host"] = &clientcmdapi.AuthInfo{Token: "t"}
-	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "host"}
+	kc := clitest.UnreachableConfig()
 	kc.Contexts["team"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "host", Namespace: "team-a"}
-	kc.CurrentContext = "host"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return clitest.WriteKubeconfig(t, kc)
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -57,16 +45,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errOut bytes.Buffer
-			cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			err := cmd.Execute()
-			var exit *streams.ExitError
-			if !errors.As(err, &exit) || exit.Code != 2 || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("error %v, want exit code 2 and %q", err, tt.wantErr)
-			}
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -23,22 +22,17 @@ import (
 
 // federator federates objects of one host.
 type federator struct {
-	client client.Client
-	disco  federatedtype.Discovery
-	out    io.Writer // progress
+	host  manifest.Applier
+	disco federatedtype.Discovery
+	out   io.Writer // progress
 }
 
 func newFederator(s streams.IO, host *kubeconfig.Cluster, timeout time.Duration) (*federator, error) {
-	host.Config.Timeout = timeout
-	c, err := host.Client()
+	c, disco, err := host.Clients(timeout)
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
-	}
-	return &federator{client: c, disco: disco, out: s.ErrOut}, nil
+	return &federator{host: manifest.Applier{Client: c}, disco: disco, out: s.ErrOut}, nil
 }
 
 // resolve finds the kind, its FederatedTypeConfig and the object that o
@@ -58,9 +52,9 @@ func (f *federator) resolve(ctx context.Context, o *options) (federatedResource,
 			return federatedResource{}, err
 		}
 	}
-	if err := f.client.Get(ctx, key, obj); err != nil {
+	if err := f.host.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return federatedResource{}, usageError(nil, fmt.Errorf("%s %s is not in the host", t.Kind, describeKey(key)))
+			return federatedResource{}, streams.UsageError(fmt.Errorf("%s %s is not in the host", t.Kind, describeKey(key)))
 		}
 		return federatedResource{}, fmt.Errorf("reading %s %s: %w", t.Kind, describeKey(key), err)
 	}
@@ -84,15 +78,15 @@ func (f *federator) typeConfig(ctx context.Context, arg string) (*corev1beta1.Fe
 	target, err := federatedtype.Resolve(ctx, f.disco, arg, "")
 	switch {
 	case errors.Is(err, federatedtype.ErrUnknownResource):
-		return nil, usageError(nil, err)
+		return nil, streams.UsageError(err)
 	case err != nil:
 		return nil, err
 	}
 	ftc := &corev1beta1.FederatedTypeConfig{}
-	err = f.client.Get(ctx, client.ObjectKey{Name: target.Resource()}, ftc)
+	err = f.host.Client.Get(ctx, client.ObjectKey{Name: target.Resource()}, ftc)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, usageError(nil, fmt.Errorf("%s is not enabled: there is no FederatedTypeConfig %s; run `fedwarden enable %s` first",
+		return nil, streams.UsageError(fmt.Errorf("%s is not enabled: there is no FederatedTypeConfig %s; run `fedwarden enable %s` first",
 			target.Resource(), target.Resource(), target.Resource()))
 	case err != nil:
 		return nil, fmt.Errorf("reading FederatedTypeConfig %s: %w", target.Resource(), err)
@@ -120,7 +114,7 @@ func describeKey(key client.ObjectKey) string {
 
 // apply applies the Federated<Kind>.
 func (f *federator) apply(ctx context.Context, fed *unstructured.Unstructured) error {
-	outcome, err := manifest.Apply(ctx, f.client, fed, fieldOwner)
+	outcome, err := f.host.Apply(ctx, fed, fieldOwner)
 	if meta.IsNoMatchError(err) {
 		return fmt.Errorf("%w: the host does not serve %s; is its CRD installed? `fedwarden enable` installs it", err, fed.GroupVersionKind())
 	}

@@ -12,7 +12,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
@@ -85,31 +87,25 @@ const example = `  # Join the cluster of context kind-east, using the host of th
 // NewCommand returns `fedwarden join`.
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:     "join NAME",
 		Short:   "Make a cluster a member of the federation",
 		Long:    long,
 		Example: example,
-		Args:    exactlyOneName,
-		// Errors are printed once, by the root command; usage only on request.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:    cmdline.ExactArgs(1, "the cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name = args[0]
 			return run(cmd.Context(), s, o)
 		},
-	}
-	cmd.SetFlagErrorFunc(usageError)
+	})
 	addFlags(cmd, o)
 	return cmd
 }
 
 func addFlags(cmd *cobra.Command, o *options) {
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	kubeconfig.AddClusterFlags(cmd, &o.member, "the cluster to join")
 	f := cmd.Flags()
-	f.StringVar(&o.host.Path, "host-kubeconfig", "", "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.host.Context, "host-context", "", "context of the host cluster (default the current context)")
-	f.StringVar(&o.member.Path, "cluster-kubeconfig", "", "kubeconfig of the cluster to join (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.member.Context, "cluster-context", "", "context of the cluster to join (default the current context)")
 	f.StringVar(&o.syncMode, "sync-mode", string(v1beta1.SyncModePush), "Push: the host writes to the member (Pull is not available yet)")
 	f.StringVar(&o.region, "region", "", "region the cluster runs in")
 	f.StringSliceVar(&o.zones, "zone", nil, "zone the cluster spans (repeatable, or comma-separated)")
@@ -121,37 +117,20 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.StringVarP(&o.output, "output", "o", "", "format of --dry-run: yaml (default) or json")
 	f.BoolVar(&o.wait, "wait", true, "wait until the FederatedCluster is Ready")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the member's token, for the cluster to be Ready, and for any one request")
-	o.host.PathFlag, o.host.ContextFlag = "--host-kubeconfig", "--host-context"
-	o.member.PathFlag, o.member.ContextFlag = "--cluster-kubeconfig", "--cluster-context"
-}
-
-func exactlyOneName(_ *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageError(nil, fmt.Errorf("join takes one argument, the cluster name; got %d", len(args)))
-	}
-	return nil
-}
-
-// usageError is an error of the command line: exit code 2.
-func usageError(_ *cobra.Command, err error) error {
-	return &streams.ExitError{Code: 2, Err: err}
 }
 
 // validate checks the flags that need no kubeconfig.
 func (o *options) validate() error {
 	var errs []error
-	switch {
-	case o.output != "" && !o.dryRun:
+	if o.output != "" && !o.dryRun {
 		errs = append(errs, fmt.Errorf("--output %q needs --dry-run: join prints objects only in a dry run", o.output))
-	case o.output != "" && o.output != "yaml" && o.output != "json":
-		errs = append(errs, fmt.Errorf("--output %q is not supported: use yaml or json", o.output))
+	} else {
+		errs = append(errs, manifest.ValidateFormat(o.output))
 	}
 	if o.syncMode == string(v1beta1.SyncModePull) {
 		errs = append(errs, errors.New("--sync-mode Pull is not available yet: pull mode arrives with the member agent, which is not built yet; join with --sync-mode Push"))
 	}
-	if o.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s must be positive", o.timeout))
-	}
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
 	if _, err := registration.ParseResources(o.resources); err != nil {
 		errs = append(errs, fmt.Errorf("--resources: %w", err))
 	}
@@ -192,19 +171,19 @@ func (o *options) spec(member *kubeconfig.Cluster) (registration.Spec, error) {
 
 func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	member, err := kubeconfig.Load(o.member)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	spec, err := o.spec(member)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	if o.dryRun {
 		return printObjects(s.Out, spec, o.output)

@@ -1,11 +1,10 @@
 package join_test
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/localfed"
@@ -32,29 +30,9 @@ const ns = v1beta1.DefaultFederationNamespace
 // TestJoinUnjoin joins a member of a real local federation, joins it again,
 // unjoins it, and unjoins it once more while the member is down.
 func TestJoinUnjoin(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real etcd and kube-apiserver processes")
-	}
-	// The commands make clients long after the test binary started: without
-	// a logger controller-runtime would complain.
-	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	fed, err := localfed.Start(ctx, localfed.WithMembers(1))
-	if err != nil {
-		t.Fatalf("starting the federation: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fed.Stop(); err != nil {
-			t.Errorf("stopping the federation: %v", err)
-		}
-	})
-	member := fed.Member("member-1")
-	tb := &testBed{
-		host:   clientOf(t, fed.Host.Kubeconfig),
-		member: clientOf(t, member.Kubeconfig),
-		flags:  []string{"member-1", "--host-kubeconfig", fed.Host.Kubeconfig, "--cluster-kubeconfig", member.Kubeconfig},
-	}
+	tb, member := startTestBed(ctx, t)
 
 	stderr := tb.mustRun(t, join.NewCommand, "--wait=false", "--region", "eu", "--zone", "eu-a", "--label", "env=test")
 	versions := tb.checkJoined(t, stderr)
@@ -99,25 +77,23 @@ type testBed struct {
 	flags        []string // the name and kubeconfig flags every command takes
 }
 
+// startTestBed starts a local federation of a host and the member
+// member-1, for commands that name it and take extra flags.
+func startTestBed(ctx context.Context, t *testing.T, extra ...string) (*testBed, *localfed.Cluster) {
+	t.Helper()
+	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(1))
+	member := fed.Member("member-1")
+	return &testBed{
+		host:   clitest.Client(t, fed.Host.Kubeconfig),
+		member: clitest.Client(t, member.Kubeconfig),
+		flags:  append([]string{"member-1", "--host-kubeconfig", fed.Host.Kubeconfig, "--cluster-kubeconfig", member.Kubeconfig}, extra...),
+	}, member
+}
+
 // run runs a command with the test bed's flags and extra, and returns its
 // output and the exit code root.Execute would give.
 func (tb *testBed) run(newCommand func(streams.IO) *cobra.Command, extra ...string) (stdout, stderr string, code int) {
-	var out, errOut bytes.Buffer
-	cmd := newCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(append(append([]string{}, tb.flags...), extra...))
-	err := cmd.Execute()
-	var exit *streams.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.Code
-	default:
-		code = 1
-	}
-	if err != nil {
-		errOut.WriteString("Error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), code
+	return clitest.Execute(newCommand, slices.Concat(tb.flags, extra)...)
 }
 
 func (tb *testBed) mustRun(t *testing.T, newCommand func(streams.IO) *cobra.Command, extra ...string) (stderr string) {
@@ -260,17 +236,4 @@ func (tb *testBed) checkGone(t *testing.T, c client.Client, objects []client.Obj
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-}
-
-func clientOf(t *testing.T, path string) client.Client {
-	t.Helper()
-	cluster, err := kubeconfig.Load(kubeconfig.Source{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := cluster.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/localfed"
@@ -23,27 +22,9 @@ import (
 // and ClusterRoleBinding (to cluster-admin), and that a join without it
 // takes that right away again.
 func TestPropagateRBACRights(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts real etcd and kube-apiserver processes")
-	}
-	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	fed, err := localfed.Start(ctx, localfed.WithMembers(1))
-	if err != nil {
-		t.Fatalf("starting the federation: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := fed.Stop(); err != nil {
-			t.Errorf("stopping the federation: %v", err)
-		}
-	})
-	member := fed.Member("member-1")
-	tb := &testBed{
-		host:   clientOf(t, fed.Host.Kubeconfig),
-		member: clientOf(t, member.Kubeconfig),
-		flags:  []string{"member-1", "--host-kubeconfig", fed.Host.Kubeconfig, "--cluster-kubeconfig", member.Kubeconfig, "--wait=false"},
-	}
+	tb, member := startTestBed(ctx, t, "--wait=false")
 
 	tb.mustRun(t, join.NewCommand, "--propagate-rbac")
 	identity := tb.identity(ctx, t, member)

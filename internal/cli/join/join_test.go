@@ -1,7 +1,6 @@
 package join
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -9,7 +8,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"maps"
 	"math/big"
 	"path/filepath"
@@ -19,11 +17,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 )
 
 // userToken is the kubeconfig user's token: it must never be printed.
@@ -49,11 +46,7 @@ func writeKubeconfig(t *testing.T) (path string, ca []byte) {
 		kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 	}
 	kc.CurrentContext = "host"
-	path = filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path, ca
+	return clitest.WriteKubeconfig(t, kc), ca
 }
 
 func selfSignedCA(t *testing.T) []byte {
@@ -68,29 +61,6 @@ func selfSignedCA(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
-// execute runs `join args...` and returns stdout, stderr and the exit code
-// that root.Execute would give.
-func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&errOut)
-	err := cmd.Execute()
-	var exit *streams.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.Code
-		errOut.WriteString("Error: " + err.Error())
-	default:
-		code = 1
-		errOut.WriteString("Error: " + err.Error())
-	}
-	return out.String(), errOut.String(), code
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -133,16 +103,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			stdout, stderr, code := execute(t, tt.args...)
-			if code != 2 {
-				t.Errorf("exit code %d, want 2 (stderr %q)", code, stderr)
-			}
-			if !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("stderr %q does not contain %q", stderr, tt.wantErr)
-			}
-			if stdout != "" {
-				t.Errorf("stdout %q, want nothing", stdout)
-			}
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
 	}
 }
@@ -178,7 +139,7 @@ func TestDryRun(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"east", "--dry-run", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member",
 				"--region", "us-east-1", "--zone", "us-east-1a", "--label", "env=prod"}, tt.output...)
-			stdout, stderr, code := execute(t, args...)
+			stdout, stderr, code := clitest.Execute(NewCommand, args...)
 			if code != 0 {
 				t.Fatalf("exit code %d: %s", code, stderr)
 			}
@@ -280,7 +241,7 @@ func TestPropagateRBAC(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"east", "--dry-run", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member"}, tt.args...)
-			stdout, stderr, code := execute(t, args...)
+			stdout, stderr, code := clitest.Execute(NewCommand, args...)
 			if code != 0 {
 				t.Fatalf("exit code %d: %s", code, stderr)
 			}

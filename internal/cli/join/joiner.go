@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
@@ -44,8 +45,8 @@ func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *k
 	}
 	return &joiner{
 		spec:    spec,
-		member:  &applier{client: memberClient, cluster: spec.Name, side: "member", out: s.ErrOut},
-		host:    &applier{client: hostClient, cluster: spec.Name, side: "host", out: s.ErrOut},
+		member:  &applier{Applier: manifest.Applier{Client: memberClient, Side: "member"}, cluster: spec.Name, out: s.ErrOut},
+		host:    &applier{Applier: manifest.Applier{Client: hostClient, Side: "host"}, cluster: spec.Name, out: s.ErrOut},
 		out:     s.ErrOut,
 		wait:    o.wait,
 		timeout: o.timeout,
@@ -99,7 +100,7 @@ func (j *joiner) waitForToken(ctx context.Context) (registration.Credentials, er
 	)
 	err := wait.PollUntilContextTimeout(ctx, tokenPollInterval, j.timeout, true, func(ctx context.Context) (bool, error) {
 		secret := &corev1.Secret{}
-		if lastErr = j.member.client.Get(ctx, key, secret); lastErr != nil {
+		if lastErr = j.member.Client.Get(ctx, key, secret); lastErr != nil {
 			return false, nil
 		}
 		read = true
@@ -146,7 +147,7 @@ func (j *joiner) waitForReady(ctx context.Context) error {
 	)
 	err := wait.PollUntilContextTimeout(ctx, readyPollInterval, j.timeout, true, func(ctx context.Context) (bool, error) {
 		cluster := &v1beta1.FederatedCluster{}
-		if lastErr = j.host.client.Get(ctx, client.ObjectKey{Name: j.spec.Name}, cluster); lastErr != nil {
+		if lastErr = j.host.Client.Get(ctx, client.ObjectKey{Name: j.spec.Name}, cluster); lastErr != nil {
 			return false, nil
 		}
 		now := newReadyState(cluster)

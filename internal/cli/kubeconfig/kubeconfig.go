@@ -1,5 +1,6 @@
 // Package kubeconfig loads a cluster's connection settings from a
-// kubeconfig file the way kubectl does, and makes clients from them.
+// kubeconfig file the way kubectl does, and makes clients from them. It
+// also registers the flags that say which kubeconfig and context to use.
 package kubeconfig
 
 import (
@@ -7,9 +8,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +33,28 @@ type Source struct {
 	Context string
 	// PathFlag and ContextFlag are the flags that set Path and Context.
 	PathFlag, ContextFlag string
+}
+
+// AddHostFlags registers in cmd the flags --host-kubeconfig and
+// --host-context, which set src.
+func AddHostFlags(cmd *cobra.Command, src *Source) {
+	addFlags(cmd, src, "host", "the host cluster")
+}
+
+// AddClusterFlags registers in cmd the flags --cluster-kubeconfig and
+// --cluster-context, which set src; cluster says which cluster they name in
+// the help, as in "the cluster to join".
+func AddClusterFlags(cmd *cobra.Command, src *Source, cluster string) {
+	addFlags(cmd, src, "cluster", cluster)
+}
+
+// addFlags registers --PREFIX-kubeconfig and --PREFIX-context.
+func addFlags(cmd *cobra.Command, src *Source, prefix, cluster string) {
+	pathFlag, contextFlag := prefix+"-kubeconfig", prefix+"-context"
+	f := cmd.Flags()
+	f.StringVar(&src.Path, pathFlag, "", "kubeconfig of "+cluster+" (default $KUBECONFIG, else ~/.kube/config)")
+	f.StringVar(&src.Context, contextFlag, "", "context of "+cluster+" (default the current context)")
+	src.PathFlag, src.ContextFlag = "--"+pathFlag, "--"+contextFlag
 }
 
 // Cluster is one context of a kubeconfig, loaded.
@@ -145,4 +171,20 @@ func (c *Cluster) Client() (client.Client, error) {
 		return nil, fmt.Errorf("creating a client for context %q: %w", c.Context, err)
 	}
 	return cl, nil
+}
+
+// Clients makes the cluster's requests give up after timeout (in
+// c.Config), then returns a client of it, as Client does, and a discovery
+// client. It does not contact the cluster.
+func (c *Cluster) Clients(timeout time.Duration) (client.Client, *discovery.DiscoveryClient, error) {
+	c.Config.Timeout = timeout
+	cl, err := c.Client()
+	if err != nil {
+		return nil, nil, err
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a discovery client for context %q: %w", c.Context, err)
+	}
+	return cl, disco, nil
 }

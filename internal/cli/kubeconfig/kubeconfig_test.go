@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -83,5 +84,32 @@ func TestLoad(t *testing.T) {
 				t.Errorf("CA data %q", c.CAData)
 			}
 		})
+	}
+}
+
+func TestAddFlags(t *testing.T) {
+	t.Parallel()
+	var host, member Source
+	cmd := &cobra.Command{Use: "join"}
+	AddHostFlags(cmd, &host)
+	AddClusterFlags(cmd, &member, "the cluster to join")
+	if err := cmd.ParseFlags([]string{"--host-kubeconfig", "h.yaml", "--host-context", "hc", "--cluster-kubeconfig", "m.yaml", "--cluster-context", "mc"}); err != nil {
+		t.Fatal(err)
+	}
+	if want := (Source{Path: "h.yaml", Context: "hc", PathFlag: "--host-kubeconfig", ContextFlag: "--host-context"}); host != want {
+		t.Errorf("host %+v, want %+v", host, want)
+	}
+	if want := (Source{Path: "m.yaml", Context: "mc", PathFlag: "--cluster-kubeconfig", ContextFlag: "--cluster-context"}); member != want {
+		t.Errorf("member %+v, want %+v", member, want)
+	}
+	for flag, want := range map[string]string{
+		"host-kubeconfig":    "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)",
+		"host-context":       "context of the host cluster (default the current context)",
+		"cluster-kubeconfig": "kubeconfig of the cluster to join (default $KUBECONFIG, else ~/.kube/config)",
+		"cluster-context":    "context of the cluster to join (default the current context)",
+	} {
+		if got := cmd.Flags().Lookup(flag).Usage; got != want {
+			t.Errorf("--%s: help %q, want %q", flag, got, want)
+		}
 	}
 }

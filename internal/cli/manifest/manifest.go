@@ -1,5 +1,5 @@
-// Package manifest turns objects into the manifests that fedwarden's type
-// commands (enable, disable, federate) print and apply: unstructured
+// Package manifest turns objects into the manifests that fedwarden's
+// commands (join, enable, disable, federate) print and apply: unstructured
 // objects without status, printed as a YAML stream or a JSON List, applied
 // server-side with a report of what the apply changed.
 package manifest
@@ -34,7 +34,7 @@ func ValidateFormat(format string) error {
 }
 
 // From returns obj as a manifest: the fields it sets, without status,
-// which the server owns, nor creationTimestamp.
+// which the server owns, nor creationTimestamp, nor an empty spec.
 func From(obj client.Object) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
@@ -46,6 +46,9 @@ func From(obj client.Object) (*unstructured.Unstructured, error) {
 	}
 	unstructured.RemoveNestedField(u.Object, "status")
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if spec, ok := u.Object["spec"].(map[string]any); ok && len(spec) == 0 {
+		delete(u.Object, "spec")
+	}
 	return u, nil
 }
 
@@ -56,6 +59,19 @@ func Describe(obj client.Object) string {
 		return kind + " " + obj.GetName()
 	}
 	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
+}
+
+// PrintObjects prints objs as manifests (From), as Print does.
+func PrintObjects(w io.Writer, format string, objs []client.Object) error {
+	manifests := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		m, err := From(obj)
+		if err != nil {
+			return err
+		}
+		manifests = append(manifests, m)
+	}
+	return Print(w, format, manifests)
 }
 
 // Print prints manifests as a YAML stream (format yaml or empty), the
@@ -95,16 +111,25 @@ const (
 	Unchanged  Outcome = "unchanged"
 )
 
+// Applier applies manifests server-side to one cluster.
+type Applier struct {
+	Client client.Client
+	// Side names the cluster in errors, as "member" does in "applying
+	// Secret a/b on the member", for a command that writes to more than
+	// one cluster; empty for one that writes to one only.
+	Side string
+}
+
 // Apply applies u server-side as manager, taking over the fields other
 // managers own, and says what it did. u holds what the server returned.
-func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured, manager string) (Outcome, error) {
-	before, err := ResourceVersion(ctx, c, u)
+func (a Applier) Apply(ctx context.Context, u *unstructured.Unstructured, manager string) (Outcome, error) {
+	before, err := a.ResourceVersion(ctx, u)
 	if err != nil {
 		return "", err
 	}
-	err = c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+	err = a.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 	if err != nil {
-		return "", fmt.Errorf("applying %s: %w", Describe(u), err)
+		return "", fmt.Errorf("applying %s: %w", a.describe(u), err)
 	}
 	switch before {
 	case "":
@@ -117,16 +142,25 @@ func Apply(ctx context.Context, c client.Client, u *unstructured.Unstructured, m
 }
 
 // ResourceVersion returns the resourceVersion of the object u names, or ""
-// when it does not exist. It reads only the metadata.
-func ResourceVersion(ctx context.Context, c client.Client, u *unstructured.Unstructured) (string, error) {
+// when it does not exist. It reads only the metadata: never a Secret's
+// data.
+func (a Applier) ResourceVersion(ctx context.Context, u *unstructured.Unstructured) (string, error) {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(u.GroupVersionKind())
-	err := c.Get(ctx, client.ObjectKeyFromObject(u), meta)
+	err := a.Client.Get(ctx, client.ObjectKeyFromObject(u), meta)
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
 	case err != nil:
-		return "", fmt.Errorf("reading %s: %w", Describe(u), err)
+		return "", fmt.Errorf("reading %s: %w", a.describe(u), err)
 	}
 	return meta.GetResourceVersion(), nil
+}
+
+// describe names u, and the cluster when a.Side does.
+func (a Applier) describe(u *unstructured.Unstructured) string {
+	if a.Side == "" {
+		return Describe(u)
+	}
+	return Describe(u) + " on the " + a.Side
 }

@@ -37,6 +37,25 @@ func TestFrom(t *testing.T) {
 	}
 }
 
+func TestFromDropsEmptySpec(t *testing.T) {
+	t.Parallel()
+	ns := &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	u, err := From(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := u.Object["spec"]; ok {
+		t.Errorf("manifest has an empty spec: %v", u.Object)
+	}
+	ns.Spec.Finalizers = []corev1.FinalizerName{"kubernetes"}
+	if u, err = From(ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := u.Object["spec"]; !ok {
+		t.Errorf("manifest lost a spec that is not empty: %v", u.Object)
+	}
+}
+
 func TestPrint(t *testing.T) {
 	t.Parallel()
 	a, _ := From(configMap("a"))

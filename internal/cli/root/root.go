@@ -3,7 +3,6 @@ package root
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -77,9 +76,5 @@ func ExecuteContext(ctx context.Context, args []string, in io.Reader, out, errOu
 		return 0
 	}
 	fmt.Fprintf(errOut, "Error: %v\n", err)
-	var exit *streams.ExitError
-	if errors.As(err, &exit) {
-		return exit.Code
-	}
-	return 1
+	return streams.ExitCode(err)
 }

@@ -2,7 +2,10 @@
 // error type that sets its exit code.
 package streams
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // IO are the streams a command reads from and writes to.
 type IO struct {
@@ -10,6 +13,10 @@ type IO struct {
 	Out    io.Writer
 	ErrOut io.Writer
 }
+
+// ExitUsage is the exit code of a wrong command line: bad flags or
+// arguments.
+const ExitUsage = 2
 
 // ExitError is an error that ends the command with a given exit code.
 type ExitError struct {
@@ -20,6 +27,26 @@ type ExitError struct {
 func (e *ExitError) Error() string { return e.Err.Error() }
 
 func (e *ExitError) Unwrap() error { return e.Err }
+
+// UsageError returns err as an error of the command line: it ends the
+// command with ExitUsage.
+func UsageError(err error) error {
+	return &ExitError{Code: ExitUsage, Err: err}
+}
+
+// ExitCode returns the exit code err ends a command with: 0 for nil, the
+// code of an ExitError, 1 for any other error.
+func ExitCode(err error) int {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	default:
+		return 1
+	}
+}
 
 // AnnotationOwnLogger, set in a command's Annotations, says that the command
 // sets up controller-runtime's logger itself.

@@ -6,24 +6,21 @@ package unjoin
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
-// Exit codes of unjoin, beyond 0 and 1.
-const (
-	// exitUsage: bad flags or arguments; nothing was changed.
-	exitUsage = 2
-	// exitMemberLeft: the host side was removed, the member side was not.
-	exitMemberLeft = 3
-)
+// exitMemberLeft is the exit code of an unjoin that removed the host side
+// but not the member side. Bad flags or arguments, which change nothing,
+// are usage errors (streams.ExitUsage).
+const exitMemberLeft = 3
 
 // options are the flags and argument of unjoin.
 type options struct {
@@ -59,65 +56,41 @@ Exit codes:
 // NewCommand returns `fedwarden unjoin`.
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:     "unjoin NAME",
 		Short:   "Remove a cluster from the federation",
 		Long:    long,
 		Example: "  fedwarden unjoin east --cluster-context kind-east",
-		Args:    exactlyOneName,
-		// Errors are printed once, by the root command; usage only on request.
-		SilenceUsage:  true,
-		SilenceErrors: true,
+		Args:    cmdline.ExactArgs(1, "the cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name = args[0]
 			return run(cmd.Context(), s, o)
 		},
-	}
-	cmd.SetFlagErrorFunc(usageError)
+	})
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	kubeconfig.AddClusterFlags(cmd, &o.member, "the cluster to remove")
 	f := cmd.Flags()
-	f.StringVar(&o.host.Path, "host-kubeconfig", "", "kubeconfig of the host cluster (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.host.Context, "host-context", "", "context of the host cluster (default the current context)")
-	f.StringVar(&o.member.Path, "cluster-kubeconfig", "", "kubeconfig of the cluster to remove (default $KUBECONFIG, else ~/.kube/config)")
-	f.StringVar(&o.member.Context, "cluster-context", "", "context of the cluster to remove (default the current context)")
 	f.StringVar(&o.namespace, "namespace", v1beta1.DefaultFederationNamespace, "control-plane namespace, in the host and in the member")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to try to reach the member, and to wait for any one request to the host")
-	o.host.PathFlag, o.host.ContextFlag = "--host-kubeconfig", "--host-context"
-	o.member.PathFlag, o.member.ContextFlag = "--cluster-kubeconfig", "--cluster-context"
 	return cmd
 }
 
-func exactlyOneName(_ *cobra.Command, args []string) error {
-	if len(args) != 1 {
-		return usageError(nil, fmt.Errorf("unjoin takes one argument, the cluster name; got %d", len(args)))
-	}
-	return nil
-}
-
-// usageError is an error of the command line: exit code 2.
-func usageError(_ *cobra.Command, err error) error {
-	return &streams.ExitError{Code: exitUsage, Err: err}
-}
-
 func (o *options) validate() error {
-	var errs []error
-	errs = append(errs, registration.ValidateName(o.name), registration.ValidateNamespace(o.namespace))
-	if o.timeout <= 0 {
-		errs = append(errs, fmt.Errorf("--timeout %s must be positive", o.timeout))
-	}
-	return errors.Join(errs...)
+	return errors.Join(registration.ValidateName(o.name), registration.ValidateNamespace(o.namespace),
+		cmdline.PositiveDuration("--timeout", o.timeout))
 }
 
 func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	member, err := kubeconfig.Load(o.member)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
-		return usageError(nil, err)
+		return streams.UsageError(err)
 	}
 	u, err := newUnjoiner(s, o, member, host)
 	if err != nil {

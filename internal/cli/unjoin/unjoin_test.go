@@ -1,35 +1,16 @@
 package unjoin
 
 import (
-	"bytes"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 )
-
-func writeKubeconfig(t *testing.T) string {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
-	kc.AuthInfos["c"] = &clientcmdapi.AuthInfo{Token: "t"}
-	kc.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "c"}
-	kc.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestUsageErrors(t *testing.T) {
 	t.Parallel()
-	kc := writeKubeconfig(t)
+	kc := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
 	flags := []string{"--host-kubeconfig", kc, "--cluster-kubeconfig", kc}
 	tests := []struct {
 		name    string
@@ -51,22 +32,7 @@ func TestUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var out, errOut bytes.Buffer
-			cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-			cmd.SetArgs(tt.args)
-			cmd.SetOut(&out)
-			cmd.SetErr(&errOut)
-			err := cmd.Execute()
-			var exit *streams.ExitError
-			if !errors.As(err, &exit) || exit.Code != 2 {
-				t.Fatalf("error %v, want exit code 2", err)
-			}
-			if !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("error %q does not contain %q", err, tt.wantErr)
-			}
-			if out.Len()+errOut.Len() != 0 {
-				t.Errorf("printed %q%q before failing", out.String(), errOut.String())
-			}
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
 	}
 }
@@ -76,16 +42,13 @@ func TestUsageErrors(t *testing.T) {
 // FederatedCluster stays would leave a member that fails every probe.
 func TestHostUnreachable(t *testing.T) {
 	t.Parallel()
-	kc := writeKubeconfig(t)
-	var errOut bytes.Buffer
-	cmd := NewCommand(streams.IO{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &errOut})
-	cmd.SetArgs([]string{"a", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--timeout", "5s"})
-	err := cmd.Execute()
-	var exit *streams.ExitError
-	if err == nil || errors.As(err, &exit) {
-		t.Fatalf("error %v, want a plain error (exit code 1)", err)
+	kc := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
+	_, stderr, code := clitest.Execute(NewCommand, "a", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--timeout", "5s")
+	if code != 1 {
+		t.Fatalf("exit code %d, want 1 (stderr %q)", code, stderr)
 	}
-	if !strings.Contains(err.Error(), "reading FederatedCluster a on the host") || strings.Contains(errOut.String(), "member") {
-		t.Errorf("error %q, output %q", err, errOut.String())
+	progress, msg, _ := strings.Cut(stderr, "Error: ")
+	if !strings.Contains(msg, "reading FederatedCluster a on the host") || strings.Contains(progress, "member") {
+		t.Errorf("stderr %q", stderr)
 	}
 }

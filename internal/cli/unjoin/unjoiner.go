@@ -12,6 +12,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
@@ -56,7 +57,7 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 	if err != nil {
 		fmt.Fprintf(u.out, "%s: left on the member:\n", u.spec.Name)
 		for _, obj := range left {
-			fmt.Fprintf(u.out, "  %s\n", describe(obj))
+			fmt.Fprintf(u.out, "  %s\n", manifest.Describe(obj))
 		}
 		return &streams.ExitError{Code: exitMemberLeft, Err: fmt.Errorf(
 			"the host side of %s was removed, but the member side could not be cleaned up: %w; "+
@@ -119,20 +120,11 @@ func (u *unjoiner) delete(ctx context.Context, c client.Client, side string, obj
 	err := c.Delete(ctx, obj)
 	switch {
 	case apierrors.IsNotFound(err):
-		fmt.Fprintf(u.out, "%s: %s was not found on the %s\n", u.spec.Name, describe(obj), side)
+		fmt.Fprintf(u.out, "%s: %s was not found on the %s\n", u.spec.Name, manifest.Describe(obj), side)
 	case err != nil:
-		return fmt.Errorf("deleting %s on the %s: %w", describe(obj), side, err)
+		return fmt.Errorf("deleting %s on the %s: %w", manifest.Describe(obj), side, err)
 	default:
-		fmt.Fprintf(u.out, "%s: deleted %s on the %s\n", u.spec.Name, describe(obj), side)
+		fmt.Fprintf(u.out, "%s: deleted %s on the %s\n", u.spec.Name, manifest.Describe(obj), side)
 	}
 	return nil
-}
-
-// describe names an object as progress lines do: Kind namespace/name.
-func describe(obj client.Object) string {
-	kind := obj.GetObjectKind().GroupVersionKind().Kind
-	if obj.GetNamespace() == "" {
-		return kind + " " + obj.GetName()
-	}
-	return kind + " " + obj.GetNamespace() + "/" + obj.GetName()
 }

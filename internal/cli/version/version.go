@@ -64,7 +64,7 @@ func run(s streams.IO, output string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(info)
 	default:
-		return &streams.ExitError{Code: 2, Err: fmt.Errorf("--output %q is not supported: use json or leave it empty", output)}
+		return streams.UsageError(fmt.Errorf("--output %q is not supported: use json or leave it empty", output))
 	}
 }
 

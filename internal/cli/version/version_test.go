@@ -3,7 +3,6 @@ package version
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"strings"
 	"testing"
 
@@ -39,12 +38,8 @@ func TestRun(t *testing.T) {
 			t.Parallel()
 			var out bytes.Buffer
 			err := run(streams.IO{Out: &out}, tt.output)
-			var exit *streams.ExitError
-			switch {
-			case tt.wantCode == 0 && err != nil:
-				t.Fatalf("run: %v", err)
-			case tt.wantCode != 0 && (!errors.As(err, &exit) || exit.Code != tt.wantCode):
-				t.Fatalf("run error = %v, want exit code %d", err, tt.wantCode)
+			if code := streams.ExitCode(err); code != tt.wantCode {
+				t.Fatalf("run error = %v: exit code %d, want %d", err, code, tt.wantCode)
 			}
 			if tt.check != nil {
 				tt.check(t, out.String())
