@@ -47,6 +47,14 @@ func MaxArgs(n int, what string) cobra.PositionalArgs {
 	}
 }
 
+// NoArgs accepts no argument; more are a usage error.
+func NoArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return streams.UsageError(fmt.Errorf("%s takes no arguments; got %q", cmd.Name(), args))
+	}
+	return nil
+}
+
 func argsError(cmd *cobra.Command, n int, what string, got int) error {
 	return streams.UsageError(fmt.Errorf("%s takes %s, %s; got %d", cmd.Name(), arguments(n), what, got))
 }

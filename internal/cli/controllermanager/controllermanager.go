@@ -26,6 +26,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -83,7 +84,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"    ClusterPropagatedVersion.\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
-		Args:        cobra.NoArgs,
+		Args:        cmdline.NoArgs,
 		Annotations: map[string]string{streams.AnnotationOwnLogger: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
@@ -42,6 +43,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			}
 		},
 	}
+	// Bad flags of any subcommand are usage errors (exit code 2).
+	cmdline.Setup(cmd)
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
 	cmd.SetErr(s.ErrOut)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 )
 
@@ -44,7 +45,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version of fedwarden",
-		Args:  cobra.NoArgs,
+		Args:  cmdline.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			return run(s, output)
 		},
