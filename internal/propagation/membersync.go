@@ -29,6 +29,8 @@ type clusterResult struct {
 	message string
 	// object is the member copy after the sync, when there is one.
 	object *unstructured.Unstructured
+	// written: Fedwarden wrote the copy in this sync.
+	written bool
 	// retry: the failure may go away by itself; come back later.
 	retry bool
 }
@@ -103,12 +105,16 @@ func (r *Reconciler) syncCluster(ctx context.Context, fed *unstructured.Unstruct
 	annotations[typesv1beta1.AnnotationDesiredHash] = hash
 	desired.SetAnnotations(annotations)
 	applied, err := r.apply(ctx, member, desired)
-	if err != nil {
+	if err == nil {
+		res := inSync(name, applied)
+		res.written = true
+		return res
+	}
+	{
 		// An invalid object stays invalid until the resource changes; a refusal
 		// (RBAC) may be lifted by joining again: that is worth retrying.
 		return applyFailed(name, err, !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err))
 	}
-	return inSync(name, applied)
 }
 
 // existingCopy returns the member's object of desired's name: the managed

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	toolscache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -62,6 +63,10 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	}
 	gi := member.Managed.ForResource(w.typ.TargetResource)
 	inf := gi.Informer()
+	// Managed fields are most of a copy's size and propagation does not
+	// read them. Setting the transform fails once the informer runs, for
+	// another member object of the same kind: then it is already set.
+	_ = inf.SetTransform(toolscache.TransformStripManagedFields())
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    w.onEvent,
 		UpdateFunc: func(_, obj any) { w.onEvent(obj) },

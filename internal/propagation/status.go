@@ -63,7 +63,13 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v versi
 		ObservedGeneration: prev.ObservedGeneration,
 	}
 	if res.object != nil {
-		cv.Version = res.object.GetResourceVersion()
+		// The resourceVersion is recorded when Fedwarden wrote the copy or
+		// its spec changed (a new generation), not for each status update
+		// the member's own controllers make, which would rewrite the CPV
+		// every time a Deployment's replica counts move.
+		if res.written || prev.Version == "" || prev.ObservedGeneration != res.object.GetGeneration() {
+			cv.Version = res.object.GetResourceVersion()
+		}
 		cv.ObservedGeneration = res.object.GetGeneration()
 		a := res.object.GetAnnotations()
 		cv.TemplateVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationTemplateVersion])

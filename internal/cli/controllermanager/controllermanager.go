@@ -158,10 +158,13 @@ func run(ctx context.Context, o *options) error {
 		LeaderElectionReleaseOnCancel: true,
 		// Federated resources are read as unstructured objects: from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only the control-plane namespace's Secrets: the credentials.
-			&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
-		}},
+		Cache: cache.Options{
+			// No controller reads managed fields: keep them out of memory.
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				// Only the control-plane namespace's Secrets: the credentials.
+				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
+			}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
