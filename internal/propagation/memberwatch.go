@@ -3,9 +3,11 @@ package propagation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	toolscache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -68,8 +70,12 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	// another member object of the same kind: then it is already set.
 	_ = inf.SetTransform(toolscache.TransformStripManagedFields())
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.onEvent,
-		UpdateFunc: func(_, obj any) { w.onEvent(obj) },
+		AddFunc: w.onEvent,
+		UpdateFunc: func(old, obj any) {
+			if w.matters(old, obj) {
+				w.onEvent(obj)
+			}
+		},
 		DeleteFunc: w.onEvent,
 	})
 	if err != nil {
@@ -94,6 +100,25 @@ func (w *memberWatches) onEvent(obj any) {
 		return
 	}
 	w.enqueue(reconcile.Request{NamespacedName: w.typ.federatedKey(m.GetNamespace(), m.GetName())})
+}
+
+// matters tells whether an update of a member copy may call for a sync:
+// a change of its spec (generation), labels or annotations, or of its
+// status when the type collects status. The member's own controllers update
+// the status of copies often; without collection that changes nothing.
+func (w *memberWatches) matters(old, obj any) bool {
+	if w.typ.CollectStatus {
+		return true
+	}
+	o, ok1 := old.(metav1.Object)
+	n, ok2 := obj.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() ||
+		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
+		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
+		o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
 }
 
 // stop removes the event handlers; the informers end with their members.

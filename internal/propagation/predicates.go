@@ -12,7 +12,8 @@ import (
 
 // federatedChanged lets through changes a sync depends on: spec
 // (generation), labels, annotations (orphan, adoption, resync) and the
-// start of deletion; not the controller's own status writes.
+// start of deletion; not the controller's own status writes, nor its own
+// finalizer (the sync that added it goes on).
 func federatedChanged() predicate.TypedPredicate[*unstructured.Unstructured] {
 	return predicate.Or[*unstructured.Unstructured](
 		predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{},
@@ -20,8 +21,7 @@ func federatedChanged() predicate.TypedPredicate[*unstructured.Unstructured] {
 		predicate.TypedLabelChangedPredicate[*unstructured.Unstructured]{},
 		predicate.TypedFuncs[*unstructured.Unstructured]{
 			UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
-				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
-					len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 			},
 		},
 	)
