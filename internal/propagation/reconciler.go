@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -45,14 +46,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fed.GetDeletionTimestamp().IsZero() {
 		return r.reconcileDelete(ctx, fed)
 	}
-	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
-		before := fed.DeepCopy()
-		controllerutil.AddFinalizer(fed, typesv1beta1.FinalizerSync)
-		if err := r.client.Patch(ctx, fed, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+	return r.reconcileNormal(ctx, fed)
+}
+
+// addFinalizer adds the sync finalizer to fed, if it lacks it, while the
+// caller goes on; the returned function waits for the write and returns its
+// error. The members are written meanwhile, so that a new resource reaches
+// them without waiting for a host write.
+func (r *Reconciler) addFinalizer(ctx context.Context, fed *unstructured.Unstructured) func() error {
+	if controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
+		return func() error { return nil }
+	}
+	obj := fed.DeepCopy()
+	done := make(chan error, 1)
+	go func() {
+		before := obj.DeepCopy()
+		controllerutil.AddFinalizer(obj, typesv1beta1.FinalizerSync)
+		done <- r.client.Patch(ctx, obj, client.MergeFrom(before))
+	}()
+	return func() error { return <-done }
+}
+
+// abandon undoes the writes of a sync whose resource turned out to be
+// deleted before its finalizer could be added: nothing would delete those
+// copies later.
+func (r *Reconciler) abandon(ctx context.Context, fed *unstructured.Unstructured, results []clusterResult, set clusterSet) error {
+	var errs []error
+	for _, res := range results {
+		if !res.written || res.object == nil {
+			continue
+		}
+		member, failed := r.reach(res.name, set[res.name])
+		if failed != nil {
+			errs = append(errs, fmt.Errorf("cluster %s: %s", res.name, failed.message))
+			continue
+		}
+		uid := res.object.GetUID()
+		err := r.resource(member, res.object.GetNamespace()).Delete(ctx, res.object.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		memberWrites.WithLabelValues(member.Name, "delete").Inc()
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			errs = append(errs, err)
 		}
 	}
-	return r.reconcileNormal(ctx, fed)
+	if len(errs) > 0 {
+		return fmt.Errorf("%s %s was deleted while it was being propagated; deleting its new copies: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), errors.Join(errs...))
+	}
+	return nil
 }
 
 // clusterSet is the joined clusters by name.
@@ -95,7 +134,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, err
 	}
 	v := nextVersions(cpv.Status, contentHash(template(fed)), contentHash(spec.Overrides))
+	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, fed, spec, placed, set, v)
+	if err := finalized(); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+			// Gone, or being deleted (no finalizer may be added then).
+			return reconcile.Result{}, r.abandon(ctx, fed, results, set)
+		}
+		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+	}
 	results = append(results, r.removeUnplaced(ctx, fed, placed, cpv, set)...)
 	if cpv, err = r.ensureCPV(ctx, fed, cpv, placed); err != nil {
 		return reconcile.Result{}, err
