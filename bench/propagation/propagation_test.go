@@ -388,8 +388,22 @@ func paced(ctx context.Context, n int, write func(i int) error) error {
 	return firstErr
 }
 
-// memberWrites sums the controller-manager's apply writes to the members.
+// memberWrites sums the controller-manager's apply writes to the members,
+// once the sum has stopped moving: a member's watch may show an object
+// before the controller has counted the write that made it.
 func (bd *bed) memberWrites(b *testing.B) float64 {
+	last := -1.0
+	for {
+		total := bd.memberWritesNow(b)
+		if total == last {
+			return total
+		}
+		last = total
+		time.Sleep(time.Second)
+	}
+}
+
+func (bd *bed) memberWritesNow(b *testing.B) float64 {
 	total := 0.0
 	for _, m := range bd.fed.Members {
 		v, _, err := bd.cm.Metric(context.Background(), fmt.Sprintf("fedwarden_member_writes_total{cluster=%q,verb=\"apply\"}", m.Name))
