@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -206,34 +203,7 @@ func (cm *controllerManager) series(t *testing.T, name string, labels ...string)
 }
 
 func (cm *controllerManager) sum(ctx context.Context, name string, labels ...string) (float64, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cm.MetricsURL, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, false, fmt.Errorf("scraping %s: %w", cm.MetricsURL, err)
-	}
-	defer resp.Body.Close()
-	sum, found := 0.0, false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
-			continue
-		}
-		all := true
-		for _, l := range labels {
-			all = all && strings.Contains(line, l)
-		}
-		fields := strings.Fields(line)
-		v, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		if all && err == nil {
-			sum, found = sum+v, true
-		}
-	}
-	return sum, found, sc.Err()
+	return cm.Sum(ctx, name, labels...)
 }
 
 // applies counts the controller-manager's apply writes to a member.

@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -139,31 +138,60 @@ func (cm *ControllerManager) PID() int { return cm.cmd.Process.Pid }
 // Metric returns the value of the series `name{labels}` it exports, and
 // whether it exists.
 func (cm *ControllerManager) Metric(ctx context.Context, series string) (float64, bool, error) {
+	var (
+		value float64
+		found bool
+	)
+	err := cm.scrape(ctx, func(line string) {
+		if v, ok := strings.CutPrefix(line, series+" "); ok && !found {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			value, found = f, err == nil
+		}
+	})
+	return value, found, err
+}
+
+// Sum returns the sum of metric name over the series whose labels contain
+// every one of labels (each `key="value"`), and whether there is one.
+func (cm *ControllerManager) Sum(ctx context.Context, name string, labels ...string) (float64, bool, error) {
+	var (
+		sum   float64
+		found bool
+	)
+	err := cm.scrape(ctx, func(line string) {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			return
+		}
+		for _, l := range labels {
+			if !strings.Contains(line, l) {
+				return
+			}
+		}
+		fields := strings.Fields(line)
+		if v, err := strconv.ParseFloat(fields[len(fields)-1], 64); err == nil {
+			sum, found = sum+v, true
+		}
+	})
+	return sum, found, err
+}
+
+// scrape calls each with every line of the metrics endpoint.
+func (cm *ControllerManager) scrape(ctx context.Context, each func(line string)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cm.MetricsURL, nil)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false, fmt.Errorf("scraping %s: %w", cm.MetricsURL, err)
+		return fmt.Errorf("scraping %s: %w", cm.MetricsURL, err)
 	}
 	defer resp.Body.Close()
-	v, ok := findSeries(resp.Body, series)
-	return v, ok, nil
-}
-
-func findSeries(r io.Reader, series string) (float64, bool) {
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		value, found := strings.CutPrefix(sc.Text(), series+" ")
-		if !found {
-			continue
-		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-		return v, err == nil
+		each(sc.Text())
 	}
-	return 0, false
+	return sc.Err()
 }
 
 // FreePort returns a port on 127.0.0.1 that was free a moment ago.
