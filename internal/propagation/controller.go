@@ -57,14 +57,15 @@ type Controller struct {
 	cache      interface {
 		RemoveInformer(ctx context.Context, obj client.Object) error
 	}
-	events chan event.TypedGenericEvent[reconcile.Request]
+	events  chan event.TypedGenericEvent[reconcile.Request]
+	stopped chan struct{} // closed when Start returns
 }
 
 // New returns the propagation controller of typ.
 func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces Namespaces, notifier NamespaceNotifier, opts Options) (*Controller, error) {
-	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024)}
+	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
 	r := &Reconciler{
-		typ: typ, client: mgr.GetClient(), clusters: clusters, namespaces: namespaces, notifier: notifier,
+		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clusters: clusters, namespaces: namespaces, notifier: notifier,
 		opts: opts, now: time.Now,
 	}
 	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
@@ -106,6 +107,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 
 // Start runs the controller until ctx ends, then stops its watches.
 func (c *Controller) Start(ctx context.Context) error {
+	defer close(c.stopped)
 	defer c.reconciler.watches.stop()
 	err := c.ctrl.Start(ctx)
 	// The host informer of this federated type goes too, so that a
@@ -119,9 +121,13 @@ func (c *Controller) Start(ctx context.Context) error {
 // Type is the type this controller propagates.
 func (c *Controller) Type() Type { return c.typ }
 
-// enqueue asks for the federated resource req to be synced.
+// enqueue asks for the federated resource req to be synced; once the
+// controller has stopped, it does nothing.
 func (c *Controller) enqueue(req reconcile.Request) {
-	c.events <- event.TypedGenericEvent[reconcile.Request]{Object: req}
+	select {
+	case c.events <- event.TypedGenericEvent[reconcile.Request]{Object: req}:
+	case <-c.stopped:
+	}
 }
 
 // EnqueueNamespace syncs every federated resource of this type in namespace.

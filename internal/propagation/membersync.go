@@ -237,11 +237,21 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 	if namespace != "" {
 		key = namespace + "/" + key
 	}
-	obj, err := lister.Get(key)
-	if err != nil {
-		return true, nil // no managed copy
+	var u *unstructured.Unstructured
+	if obj, err := lister.Get(key); err == nil {
+		u, _ = obj.(*unstructured.Unstructured)
+	} else {
+		// The informer may not have seen a copy written a moment ago.
+		got, err := r.resource(member, namespace).Get(ctx, fed.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && got.GetLabels()[typesv1beta1.LabelManaged] != "true") {
+			return true, nil // no managed copy
+		}
+		if err != nil {
+			res := unreachable(name, fmt.Sprintf("removal pending: reading %s %s in cluster %s: %v", r.typ.Target.Kind, key, name, err))
+			return false, &res
+		}
+		u = got
 	}
-	u, _ := obj.(*unstructured.Unstructured)
 	uid := u.GetUID()
 	err = r.resource(member, namespace).Delete(ctx, fed.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	memberWrites.WithLabelValues(member.Name, "delete").Inc()

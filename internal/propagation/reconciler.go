@@ -27,6 +27,7 @@ import (
 type Reconciler struct {
 	typ        Type
 	client     client.Client
+	reader     client.Reader // the host, not the cache
 	clusters   *clustercache.Cache
 	watches    *memberWatches
 	namespaces Namespaces
@@ -62,9 +63,19 @@ func (r *Reconciler) addFinalizer(ctx context.Context, fed *unstructured.Unstruc
 	go func() {
 		before := obj.DeepCopy()
 		controllerutil.AddFinalizer(obj, typesv1beta1.FinalizerSync)
-		done <- r.client.Patch(ctx, obj, client.MergeFrom(before))
+		// The finalizer list is replaced as a whole: fail rather than drop
+		// a finalizer someone added since the cache was filled.
+		done <- r.client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	}()
 	return func() error { return <-done }
+}
+
+// deleted tells, reading the host rather than the cache, whether fed is
+// gone or being deleted.
+func (r *Reconciler) deleted(ctx context.Context, fed *unstructured.Unstructured) bool {
+	live := r.typ.newFederated()
+	err := r.reader.Get(ctx, client.ObjectKeyFromObject(fed), live)
+	return apierrors.IsNotFound(err) || (err == nil && !live.GetDeletionTimestamp().IsZero())
 }
 
 // abandon undoes the writes of a sync whose resource turned out to be
@@ -137,7 +148,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, fed, spec, placed, set, v)
 	if err := finalized(); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
+		if r.deleted(ctx, fed) {
 			// Gone, or being deleted (no finalizer may be added then).
 			return reconcile.Result{}, r.abandon(ctx, fed, results, set)
 		}
@@ -241,7 +252,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 	}
 	before := fed.DeepCopy()
 	controllerutil.RemoveFinalizer(fed, typesv1beta1.FinalizerSync)
-	if err := r.client.Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+	if err := r.client.Patch(ctx, fed, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, ignoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}
 	return reconcile.Result{}, nil
@@ -250,7 +261,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 // deleteAllCopies deletes the copies in every cluster the CPV records or
 // the placement names, and returns the clusters that could not be reached.
 func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unstructured) ([]string, error) {
-	set, _, err := r.listClusters(ctx)
+	set, list, err := r.listClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +274,7 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 		names = append(names, string(cv.ClusterName))
 	}
 	if spec, err := parseSpec(fed); err == nil {
-		if placed, err := place(spec.Placement, nil); err == nil {
+		if placed, err := place(spec.Placement, list); err == nil {
 			names = append(names, placed...)
 		}
 	}

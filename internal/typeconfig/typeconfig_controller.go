@@ -29,9 +29,9 @@ import (
 const ControllerName = "federatedtypeconfig"
 
 // FinalizerRelease is set on every FederatedTypeConfig: when one is
-// deleted, its federated resources lose the sync finalizer that no
-// controller would remove any more, so that they can still be deleted.
-// Their member copies are left as they are.
+// deleted (or its propagation Disabled), its federated resources lose the
+// sync finalizer that no controller would remove any more, so that they can
+// still be deleted. Their member copies are left as they are.
 const FinalizerRelease = "fedwarden.io/release-federated-resources"
 
 // notServedRetry is how soon a type the host does not serve yet is looked
@@ -127,11 +127,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
 		before := ftc.DeepCopy()
 		controllerutil.AddFinalizer(ftc, FinalizerRelease)
-		if err := r.client.Patch(ctx, ftc, client.MergeFrom(before)); err != nil {
+		if err := r.client.Patch(ctx, ftc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer to FederatedTypeConfig %s: %w", ftc.Name, err)
 		}
 	}
 	state, retry := r.converge(ftc)
+	if ftc.Spec.Propagation == corev1beta1.Disabled {
+		// No controller removes the sync finalizer while the type is
+		// disabled: release the resources, or deleting one would hang.
+		if err := r.releaseResources(ctx, propagation.TypeFromConfig(ftc)); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	if err := r.writeStatus(ctx, ftc, state); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -281,7 +288,20 @@ func (r *Reconciler) release(ctx context.Context, ftc *corev1beta1.FederatedType
 	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
 		return nil
 	}
-	typ := propagation.TypeFromConfig(ftc)
+	if err := r.releaseResources(ctx, propagation.TypeFromConfig(ftc)); err != nil {
+		return err
+	}
+	before := ftc.DeepCopy()
+	controllerutil.RemoveFinalizer(ftc, FinalizerRelease)
+	if err := r.client.Patch(ctx, ftc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing the finalizer of FederatedTypeConfig %s: %w", ftc.Name, err)
+	}
+	return nil
+}
+
+// releaseResources removes the sync finalizer from every federated
+// resource of typ; their member copies stay as they are.
+func (r *Reconciler) releaseResources(ctx context.Context, typ propagation.Type) error {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(typ.Federated.GroupVersion().WithKind(typ.Federated.Kind + "List"))
 	err := r.mgr.GetAPIReader().List(ctx, list)
@@ -295,14 +315,9 @@ func (r *Reconciler) release(ctx context.Context, ftc *corev1beta1.FederatedType
 		}
 		before := item.DeepCopy()
 		controllerutil.RemoveFinalizer(item, typesv1beta1.FinalizerSync)
-		if err := r.client.Patch(ctx, item, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		if err := r.client.Patch(ctx, item, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("releasing %s %s: %w", typ.Federated.Kind, client.ObjectKeyFromObject(item), err)
 		}
-	}
-	before := ftc.DeepCopy()
-	controllerutil.RemoveFinalizer(ftc, FinalizerRelease)
-	if err := r.client.Patch(ctx, ftc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("removing the finalizer of FederatedTypeConfig %s: %w", ftc.Name, err)
 	}
 	return nil
 }

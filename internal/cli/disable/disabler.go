@@ -256,7 +256,7 @@ func (d *disabler) waitGone(ctx context.Context, ft *fedType, n int) error {
 		kept = fmt.Sprintf("; FederatedTypeConfig %s is kept so that it can", ft.ftc.Name)
 	}
 	return fmt.Errorf("CustomResourceDefinition %s is still being deleted after %s: its resources wait for their finalizer %s, "+
-		"which the controller-manager removes%s", ft.typ.CRDName(), d.timeout, typesv1beta1.FinalizerSync, kept)
+		"which the controller-manager removes (is it running?)%s", ft.typ.CRDName(), d.timeout, typesv1beta1.FinalizerSync, kept)
 }
 
 func (d *disabler) crdExists(ctx context.Context, ft *fedType) (bool, error) {
@@ -312,8 +312,8 @@ func count(n int, kind, singular, plural string) string {
 	return fmt.Sprintf("%d %s %s %s", n, kind, noun, verb)
 }
 
-// finalizerNote warns that resources holding the sync finalizer can no
-// longer be deleted while their type is not enabled.
+// finalizerNote says that resources holding the sync finalizer are released
+// by the controller-manager, and their member copies then kept.
 func finalizerNote(objs []metav1.PartialObjectMetadata) string {
 	n := 0
 	for _, o := range objs {
@@ -324,5 +324,5 @@ func finalizerNote(objs []metav1.PartialObjectMetadata) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf("; %d of them hold the finalizer %s, so deleting them waits until the type is enabled again", n, typesv1beta1.FinalizerSync)
+	return fmt.Sprintf("; %d of them hold the finalizer %s, which the controller-manager removes now that the type is not propagated: deleting them afterwards leaves their member copies", n, typesv1beta1.FinalizerSync)
 }

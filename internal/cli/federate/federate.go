@@ -95,7 +95,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.StringSliceVar(&o.clusters, "clusters", nil, "member clusters to place it on (comma-separated, or repeated)")
 	f.StringToStringVar(&o.selector, "cluster-selector", nil, "place it on the member clusters with these labels, key=value (comma-separated, or repeated)")
 	f.BoolVar(&o.all, "all-clusters", false, "place it on every member cluster")
-	f.StringVarP(&o.output, "output", "o", "", "print the Federated<Kind> as yaml or json instead of creating it")
+	f.StringVarP(&o.output, "output", "o", "", "print the Federated<Kind> as yaml or json instead of creating it (a Secret's values are redacted)")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request may take")
 }
 
@@ -173,7 +173,27 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	}
 	fed := r.build()
 	if o.output != "" {
-		return manifest.Print(s.Out, o.output, []*unstructured.Unstructured{fed})
+		return manifest.Print(s.Out, o.output, []*unstructured.Unstructured{redacted(fed)})
 	}
 	return f.apply(ctx, fed)
+}
+
+// redacted returns fed for printing: the values of a federated Secret's
+// data and stringData are replaced, since Secret content is never printed.
+func redacted(fed *unstructured.Unstructured) *unstructured.Unstructured {
+	if fed.GetKind() != "FederatedSecret" {
+		return fed
+	}
+	out := fed.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		values, found, _ := unstructured.NestedMap(out.Object, "spec", "template", field)
+		if !found {
+			continue
+		}
+		for k := range values {
+			values[k] = "<redacted: the value of key " + k + " in the host Secret>"
+		}
+		_ = unstructured.SetNestedMap(out.Object, values, "spec", "template", field)
+	}
+	return out
 }

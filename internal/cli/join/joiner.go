@@ -104,7 +104,10 @@ func (j *joiner) waitForToken(ctx context.Context) (registration.Credentials, er
 			return false, nil
 		}
 		read = true
-		creds = registration.Credentials{Token: secret.Data[corev1.ServiceAccountTokenKey], CA: secret.Data[corev1.ServiceAccountRootCAKey]}
+		// The CA the host trusts is the one of the member's kubeconfig (none:
+		// the system roots), not the token Secret's ca.crt, which is the
+		// cluster's internal root CA and need not sign its serving certificate.
+		creds = registration.Credentials{Token: secret.Data[corev1.ServiceAccountTokenKey], CA: j.spec.CABundle}
 		return len(creds.Token) > 0, nil
 	})
 	switch {

@@ -97,8 +97,13 @@ func (u *unjoiner) credentialSecrets(ctx context.Context, ours *corev1.Secret) (
 	if ref == nil || ref.Name == ours.Name {
 		return []client.Object{ours}, nil
 	}
-	named := ours.DeepCopy()
-	named.Name = ref.Name
+	// A Secret that join did not make for this cluster may be shared: it
+	// is left alone.
+	named := &corev1.Secret{}
+	err = u.host.Get(ctx, client.ObjectKey{Namespace: ours.Namespace, Name: ref.Name}, named)
+	if err != nil || named.Labels[v1beta1.LabelCluster] != u.spec.Name {
+		return []client.Object{ours}, nil
+	}
 	return []client.Object{named, ours}, nil
 }
 
