@@ -183,6 +183,10 @@ func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, des
 		applied, err = res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 		memberWrites.WithLabelValues(member.Name, "apply").Inc()
 	}
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("writing %s %s to cluster %s: %w; the host's identity in the member lacks this right: run 'fedwarden join %s' again "+
+			"(it grants every kind the member serves, or those of --resources)", r.typ.Target.Kind, desired.GetName(), member.Name, err, member.Name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("writing %s %s to cluster %s: %w", r.typ.Target.Kind, desired.GetName(), member.Name, err)
 	}

@@ -23,17 +23,30 @@
 //
 // The ClusterRole grants what the host's controller-manager does to a
 // member and nothing more; nothing is bound to cluster-admin or
-// system:masters. With no resource list (the default):
+// system:masters. It lists resources by name:
 //
-//   - get, list, watch, create, update, patch and delete on every resource
-//     of every group: propagating any enabled type and watching it for drift;
+//   - get, list, watch, create, update, patch and delete on the resources
+//     of Spec.Resources (`fedwarden join --resources`), or, without a list,
+//     on every top-level resource the member serves when it joins (read from
+//     its discovery, see ServedResources): propagating any enabled type and
+//     watching it for drift. Subresources are never granted, so the host
+//     cannot mint ServiceAccount tokens (serviceaccounts/token), exec into
+//     pods or reach nodes through the API server's proxy. A kind installed in
+//     the member later needs `fedwarden join` again;
+//   - get, list, watch and create on namespaces: a propagated object's
+//     namespace is created when it is missing;
+//   - get, list and watch on nodes and resourcequotas: the scheduler reads
+//     the member's capacity;
 //   - get on the non-resource URLs /readyz, /healthz, /livez and /version:
 //     the health probe.
 //
 // The verbs escalate, bind, impersonate, approve, sign and deletecollection
-// are deliberately left out, and no other non-resource URL is granted, so
-// the host can neither give itself more rights on the member nor act as
-// anyone else there.
+// are deliberately left out, and no other non-resource URL is granted. One
+// right still reaches further than it looks: writing Secrets (which
+// propagating Secrets needs) includes creating a ServiceAccount token Secret,
+// which the member's token controller fills for any ServiceAccount of that
+// namespace. Leave secrets out of --resources when Secrets are not
+// propagated.
 //
 // That also keeps the host from propagating most RBAC objects: Kubernetes
 // refuses to let an identity create a Role or ClusterRole granting rights it
@@ -46,14 +59,6 @@
 // resource list, roles, clusterroles, rolebindings and clusterrolebindings
 // must be listed too for them to be propagated.
 //
-// With a resource list, the seven verbs above are granted on those
-// resources only, plus:
-//
-//   - get, list, watch and create on namespaces: a propagated object's
-//     namespace is created when it is missing;
-//   - get, list and watch on nodes and resourcequotas: the scheduler reads
-//     the member's capacity;
-//   - the same non-resource URLs.
 //
 // Every object carries the labels fedwarden.io/cluster=NAME and
 // app.kubernetes.io/managed-by=fedwarden, except the Namespaces: they are

@@ -70,16 +70,9 @@ func tokenSecret(s Spec) *corev1.Secret {
 }
 
 // Rules returns the member ClusterRole's rules: the rights propagation needs
-// (see the package documentation), on resources or, when it is empty, on
-// every resource.
+// (see the package documentation) on resources.
 func Rules(resources []Resource) []rbacv1.PolicyRule {
 	probe := rbacv1.PolicyRule{NonResourceURLs: slices.Clone(probeURLs), Verbs: []string{"get"}}
-	if len(resources) == 0 {
-		return []rbacv1.PolicyRule{
-			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: slices.Clone(writeVerbs)},
-			probe,
-		}
-	}
 	rules := writeRules(resources)
 	rules = append(rules,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},

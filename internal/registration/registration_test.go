@@ -1,6 +1,7 @@
 package registration
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"strings"
 	"testing"
@@ -150,10 +151,6 @@ func TestRules(t *testing.T) {
 		resources []Resource
 		want      []rbacv1.PolicyRule
 	}{
-		{name: "every resource by default", want: []rbacv1.PolicyRule{
-			{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: writeVerbs},
-			probe,
-		}},
 		{name: "only the resources given, one rule per group", resources: []Resource{
 			{Group: "apps", Resource: "deployments"}, {Resource: "configmaps"}, {Group: "apps", Resource: "statefulsets"},
 		}, want: []rbacv1.PolicyRule{
@@ -350,4 +347,30 @@ func keys[V any](m map[string]V) []string {
 	}
 	slices.Sort(ks)
 	return ks
+}
+
+func TestServedResources(t *testing.T) {
+	t.Parallel()
+	lists := []*metav1.APIResourceList{
+		{GroupVersion: "v1", APIResources: []metav1.APIResource{
+			{Name: "configmaps", Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}},
+			{Name: "serviceaccounts", Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}},
+			{Name: "serviceaccounts/token", Verbs: metav1.Verbs{"create"}},
+			{Name: "pods/exec", Verbs: metav1.Verbs{"create", "get"}},
+			{Name: "nodes/proxy", Verbs: metav1.Verbs{"create", "delete", "get", "patch", "update"}},
+			{Name: "bindings", Verbs: metav1.Verbs{"create"}},
+		}},
+		{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+			{Name: "deployments", Verbs: metav1.Verbs{"create", "delete", "get", "list", "patch", "update", "watch"}},
+			{Name: "deployments/scale", Verbs: metav1.Verbs{"get", "patch", "update"}},
+		}},
+		{GroupVersion: "authentication.k8s.io/v1", APIResources: []metav1.APIResource{
+			{Name: "tokenreviews", Verbs: metav1.Verbs{"create"}},
+		}},
+	}
+	got := ServedResources(lists)
+	want := []Resource{{Resource: "configmaps"}, {Resource: "serviceaccounts"}, {Group: "apps", Resource: "deployments"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("ServedResources = %v, want %v", got, want)
+	}
 }

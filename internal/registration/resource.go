@@ -3,8 +3,11 @@ package registration
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -68,4 +71,45 @@ func (r Resource) validate() error {
 		return fmt.Errorf("group %q of resource %q is not valid: %s", r.Group, r.String(), strings.Join(msgs, "; "))
 	}
 	return nil
+}
+
+// ServedResources returns, sorted by group and name, the resources of a
+// member's discovery that
+// propagation can write and watch: top-level resources (never subresources
+// such as serviceaccounts/token, pods/exec or nodes/proxy, which would let
+// the host act as others) that support get, list, watch and create.
+func ServedResources(lists []*metav1.APIResourceList) []Resource {
+	var out []Resource
+	seen := map[Resource]bool{}
+	for _, list := range lists {
+		gv, err := schema.ParseGroupVersion(list.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || !hasVerbs(r.Verbs, "get", "list", "watch", "create") {
+				continue
+			}
+			res := Resource{Group: gv.Group, Resource: r.Name}
+			if !seen[res] && res.validate() == nil {
+				seen[res] = true
+				out = append(out, res)
+			}
+		}
+	}
+	// Sorted, so that the same member gives the same ClusterRole: joining
+	// again then writes nothing.
+	slices.SortFunc(out, func(a, b Resource) int {
+		return strings.Compare(a.Group+"/"+a.Resource, b.Group+"/"+b.Resource)
+	})
+	return out
+}
+
+func hasVerbs(verbs metav1.Verbs, want ...string) bool {
+	for _, w := range want {
+		if !slices.Contains(verbs, w) {
+			return false
+		}
+	}
+	return true
 }

@@ -169,6 +169,11 @@ func checkMemberSide(t *testing.T, m *localfed.Cluster, name string) {
 		{authorizationv1.ResourceAttributes{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "impersonate", Resource: "users"}, false},
 		{authorizationv1.ResourceAttributes{Verb: "deletecollection", Resource: "configmaps", Namespace: "any"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "configmaps", Namespace: "any"}, true},
+		// Subresources would let the host act as others in the member.
+		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "serviceaccounts", Subresource: "token", Namespace: "kube-system"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: "any"}, false},
+		{authorizationv1.ResourceAttributes{Verb: "get", Resource: "nodes", Subresource: "proxy"}, false},
 	} {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			User: user, Groups: []string{"system:serviceaccounts", "system:authenticated"}, ResourceAttributes: &tc.attrs,
@@ -177,7 +182,7 @@ func checkMemberSide(t *testing.T, m *localfed.Cluster, name string) {
 			t.Fatalf("member %s: SubjectAccessReview: %v", m.Name, err)
 		}
 		if sar.Status.Allowed != tc.want {
-			t.Errorf("member %s: %s may %s %s.%s: %v, want %v", m.Name, user, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Group, sar.Status.Allowed, tc.want)
+			t.Errorf("member %s: %s may %s %s/%s.%s: %v, want %v", m.Name, user, tc.attrs.Verb, tc.attrs.Resource, tc.attrs.Subresource, tc.attrs.Group, sar.Status.Allowed, tc.want)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
@@ -53,9 +55,11 @@ In the member cluster it creates, in the control-plane namespace (--namespace),
 a ServiceAccount fedwarden-NAME with a long-lived token Secret
 fedwarden-NAME-token, and a ClusterRole and ClusterRoleBinding
 fedwarden:member:NAME that grant it the rights propagation needs: get, list,
-watch, create, update, patch and delete on every resource, or only on those of
---resources (plus reading nodes and resourcequotas and creating namespaces),
-and reading /readyz, /healthz, /livez and /version. Nothing is bound to
+watch, create, update, patch and delete on every top-level resource the member
+serves when it joins (no subresources: no exec, proxy or token minting), or only
+on those of --resources (plus reading nodes and resourcequotas and creating
+namespaces), and reading /readyz, /healthz, /livez and /version. Run join again
+after installing a new kind in the member. Nothing is bound to
 cluster-admin. Propagating RBAC objects that grant or bind rights the host
 lacks on the member (KubeFed's sample ClusterRole and ClusterRoleBinding)
 also needs bind and escalate on roles and clusterroles: --propagate-rbac
@@ -186,11 +190,36 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 		return streams.UsageError(err)
 	}
 	if o.dryRun {
+		if len(spec.Resources) == 0 {
+			fmt.Fprintln(s.ErrOut, "dry run: without --resources, join grants write rights on every resource the member serves, "+
+				"read from the member's discovery when it runs; those rules are not shown here")
+		}
 		return printObjects(s.Out, spec, o.output)
+	}
+	if len(spec.Resources) == 0 {
+		if spec.Resources, err = servedResources(member, o.timeout); err != nil {
+			return err
+		}
 	}
 	j, err := newJoiner(s, o, spec, member, host)
 	if err != nil {
 		return err
 	}
 	return j.join(ctx)
+}
+
+// servedResources lists the resources the member serves, which the host's
+// identity there gets rights on when --resources does not say which.
+func servedResources(member *kubeconfig.Cluster, timeout time.Duration) ([]registration.Resource, error) {
+	cfg := rest.CopyConfig(member.Config)
+	cfg.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reading the resources the member serves: %w", err)
+	}
+	lists, err := dc.ServerPreferredResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("reading the resources the member serves, to grant the host rights on each (or list them with --resources): %w", err)
+	}
+	return registration.ServedResources(lists), nil
 }
