@@ -59,7 +59,6 @@
 // resource list, roles, clusterroles, rolebindings and clusterrolebindings
 // must be listed too for them to be propagated.
 //
-//
 // Every object carries the labels fedwarden.io/cluster=NAME and
 // app.kubernetes.io/managed-by=fedwarden, except the Namespaces: they are
 // shared by every member joined to the host (and by the host itself when it
