@@ -95,7 +95,7 @@ func connectionFrom(fc *corev1beta1.FederatedCluster, secret *corev1.Secret) (Co
 		ca, source = secret.Data[corev1beta1.SecretCAKey], fmt.Sprintf("key %q of Secret %s", corev1beta1.SecretCAKey, name)
 	}
 	if len(ca) > 0 {
-		if err := checkPEM(ca); err != nil {
+		if err := CheckCABundle(ca); err != nil {
 			return Connection{}, &MalformedError{
 				Reason:  corev1beta1.ReasonCABundleMalformed,
 				Message: fmt.Sprintf("%s: %v", source, err),
@@ -115,9 +115,10 @@ func validToken(t string) bool {
 	return true
 }
 
-// checkPEM succeeds when pemData holds at least one parsable certificate and
-// nothing that is not a certificate.
-func checkPEM(pemData []byte) error {
+// CheckCABundle succeeds when pemData holds at least one parsable
+// certificate and nothing that is not a certificate: what a FederatedCluster's
+// CA bundle must be.
+func CheckCABundle(pemData []byte) error {
 	found := 0
 	for rest := pemData; ; {
 		var block *pem.Block

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -69,6 +70,7 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 		opts: opts, now: time.Now,
 	}
 	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
+	r.stopped = c.stopped
 	c.reconciler = r
 	ctrl, err := controller.NewTypedUnmanaged("propagation-"+typ.Name, controller.TypedOptions[reconcile.Request]{
 		Reconciler:              r,
@@ -157,8 +159,17 @@ func (t Type) newFederatedList() *unstructured.UnstructuredList {
 // allFederated maps a FederatedCluster change to every federated resource
 // of the type: any of them may be placed on it.
 func (r *Reconciler) allFederated(ctx context.Context, _ *corev1beta1.FederatedCluster) []reconcile.Request {
+	select {
+	case <-r.stopped:
+		// The handler outlives a stopped controller on the shared
+		// FederatedCluster informer; a List now would start the informer of
+		// the federated type again.
+		return nil
+	default:
+	}
 	list := r.typ.newFederatedList()
 	if err := r.client.List(ctx, list); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing federated resources for a FederatedCluster change", "kind", r.typ.Federated.Kind)
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(list.Items))

@@ -34,6 +34,7 @@ type Reconciler struct {
 	notifier   NamespaceNotifier
 	opts       Options
 	now        func() time.Time
+	stopped    <-chan struct{} // closed when the controller has stopped
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)

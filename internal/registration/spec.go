@@ -1,7 +1,6 @@
 package registration
 
 import (
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -10,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
 )
 
 // maxZones is the most zones a FederatedCluster may list.
@@ -104,16 +104,10 @@ func validateCABundle(bundle []byte) error {
 	if len(bundle) == 0 {
 		return nil
 	}
-	for rest := bundle; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			return errors.New("member CA bundle holds no PEM certificate")
-		}
-		if block.Type == "CERTIFICATE" {
-			return nil
-		}
+	if err := clustercache.CheckCABundle(bundle); err != nil {
+		return fmt.Errorf("member CA bundle: %w", err)
 	}
+	return nil
 }
 
 func validateSyncMode(mode v1beta1.SyncMode) error {

@@ -163,7 +163,7 @@ func (r *Reconciler) converge(ftc *corev1beta1.FederatedTypeConfig) (state, time
 		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
 	}
 	if err := r.ensureRunning(typ); err != nil {
-		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
+		return state{reason: corev1beta1.ReasonControllerFailed, message: err.Error()}, notServedRetry
 	}
 	return state{running: true, reason: corev1beta1.ReasonControllerRunning, message: fmt.Sprintf("propagating %s to member clusters as %s", typ.Federated.Kind, typ.Target.Kind)}, 0
 }

@@ -61,4 +61,6 @@ const (
 	ReasonPropagationDisabled = "PropagationDisabled"
 	// ReasonTypeNotServed: the target or federated type is not served by the host.
 	ReasonTypeNotServed = "TypeNotServed"
+	// ReasonControllerFailed: the propagation controller could not be started.
+	ReasonControllerFailed = "ControllerFailed"
 )
