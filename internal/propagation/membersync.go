@@ -33,6 +33,8 @@ type clusterResult struct {
 	written bool
 	// retry: the failure may go away by itself; come back later.
 	retry bool
+	// listFailed: the member's copies of the kind could not be listed.
+	listFailed bool
 }
 
 func unreachable(name, message string) clusterResult {
@@ -229,8 +231,12 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		return false, failed
 	}
 	lister, err := r.watches.lister(ctx, member)
+	if apierrors.IsNotFound(err) {
+		return true, nil // the member does not serve the kind: no copy there
+	}
 	if err != nil {
 		res := unreachable(name, "removal pending: "+err.Error())
+		res.listFailed = true
 		return false, &res
 	}
 	namespace := ""

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	toolscache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -28,6 +31,7 @@ type memberWatches struct {
 }
 
 type memberWatch struct {
+	lastErr      atomic.Value // error: the latest list or watch error
 	member       *clustercache.Member
 	informer     cache.SharedIndexInformer
 	lister       cache.GenericLister
@@ -45,14 +49,39 @@ func (w *memberWatches) lister(ctx context.Context, member *clustercache.Member)
 	if err != nil {
 		return nil, err
 	}
-	if !mw.informer.HasSynced() {
-		ctx, cancel := context.WithTimeout(ctx, w.syncLimit)
-		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), mw.registration.HasSynced) {
-			return nil, fmt.Errorf("listing %s in cluster %s: no answer within %s", w.typ.TargetResource.Resource, member.Name, w.syncLimit)
+	if mw.registration.HasSynced() {
+		return mw.lister, nil
+	}
+	// Wait for the first list, but give up at once when the member refuses
+	// it (no right, or a kind it does not serve): waiting would not help.
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, w.syncLimit, true, func(context.Context) (bool, error) {
+		if mw.registration.HasSynced() {
+			return true, nil
 		}
+		if e := mw.listError(); e != nil && (apierrors.IsForbidden(e) || apierrors.IsNotFound(e) || apierrors.IsUnauthorized(e)) {
+			return false, e
+		}
+		return false, nil
+	})
+	if err != nil {
+		if last := mw.listError(); last != nil {
+			err = last
+		}
+		if apierrors.IsForbidden(err) {
+			return nil, fmt.Errorf("listing %s in cluster %s: %w; the member does not serve this kind, or the host's identity there "+
+				"may not list it: install the kind in the member, then run 'fedwarden join %s' again", w.typ.TargetResource.Resource, member.Name, err, member.Name)
+		}
+		return nil, fmt.Errorf("listing %s in cluster %s: %w", w.typ.TargetResource.Resource, member.Name, err)
 	}
 	return mw.lister, nil
+}
+
+// listError is the latest error of the informer's list or watch, if any.
+func (mw *memberWatch) listError() error {
+	if e, ok := mw.lastErr.Load().(error); ok {
+		return e
+	}
+	return nil
 }
 
 func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error) {
@@ -69,6 +98,9 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	// read them. Setting the transform fails once the informer runs, for
 	// another member object of the same kind: then it is already set.
 	_ = inf.SetTransform(toolscache.TransformStripManagedFields())
+	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
+	// Like the transform, this is set once per member informer.
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.lastErr.Store(err) })
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.onEvent,
 		UpdateFunc: func(old, obj any) {
@@ -82,7 +114,7 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 		return nil, fmt.Errorf("watching %s in cluster %s: %w", w.typ.TargetResource.Resource, member.Name, err)
 	}
 	member.Managed.Start(member.Context().Done())
-	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister(), registration: reg}
+	mw.registration = reg
 	w.byCluster[member.Name] = mw
 	return mw, nil
 }

@@ -271,18 +271,30 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 	if err := r.client.Get(ctx, r.cpvKey(fed), cpv); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading the ClusterPropagatedVersion: %w", err)
 	}
+	// A cluster whose CPV entry records no copy written there, and where the
+	// copies cannot be listed (a kind it does not serve, or no right to),
+	// holds nothing to delete; every other cluster is checked.
+	known := map[string]bool{}
 	for _, cv := range cpv.Status.ClusterVersions {
 		names = append(names, string(cv.ClusterName))
+		known[string(cv.ClusterName)] = cv.Version != ""
 	}
 	if spec, err := parseSpec(fed); err == nil {
 		if placed, err := place(spec.Placement, list); err == nil {
-			names = append(names, placed...)
+			for _, name := range placed {
+				if _, ok := known[name]; !ok {
+					names = append(names, name)
+					known[name] = true // not recorded: it may hold one
+				}
+			}
 		}
 	}
 	slices.Sort(names)
 	var pending []string
 	for _, name := range slices.Compact(names) {
-		if done, _ := r.deleteCopy(ctx, fed, name, set[name]); !done {
+		done, failed := r.deleteCopy(ctx, fed, name, set[name])
+		nothingThere := !known[name] && failed != nil && failed.listFailed
+		if !done && !nothingThere {
 			pending = append(pending, name)
 		}
 	}
