@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,11 +242,13 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, nil
 	}
 	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" {
-		if pending, err := r.deleteAllCopies(ctx, fed); err != nil || len(pending) > 0 {
-			if err == nil {
-				err = fmt.Errorf("deleting member copies: waiting for clusters %v", pending)
-			}
-			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, err
+		pending, err := r.deleteAllCopies(ctx, fed)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(pending) > 0 {
+			// Not an error: the deletion waits, and the status says for what.
+			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, r.writeDeletionPending(ctx, fed, pending)
 		}
 	}
 	if r.typ.IsNamespace() && r.notifier != nil {
@@ -257,6 +260,32 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, ignoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
 	}
 	return reconcile.Result{}, nil
+}
+
+// writeDeletionPending sets the Propagated condition of a resource being
+// deleted to say which clusters its deletion waits for.
+func (r *Reconciler) writeDeletionPending(ctx context.Context, fed *unstructured.Unstructured, pending []string) error {
+	var st typesv1beta1.FederatedStatus
+	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	next := *st.DeepCopy()
+	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonDeletionPending,
+		fmt.Sprintf("deleting: waiting to delete the copies in clusters %s, which cannot be reached; they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
+		fed.GetGeneration(), metav1.NewTime(r.now()))
+	if equality.Semantic.DeepEqual(st, next) {
+		return nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
+	if err != nil {
+		return fmt.Errorf("encoding the status: %w", err)
+	}
+	before := fed.DeepCopy()
+	fed.Object["status"] = raw
+	if err := r.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+		return ignoreNotFound(fmt.Errorf("writing the status of %s %s: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err))
+	}
+	return nil
 }
 
 // deleteAllCopies deletes the copies in every cluster the CPV records or

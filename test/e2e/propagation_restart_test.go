@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -372,4 +373,36 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	if changed := changedVersions(before, bed.memberVersions(t, ns)); !onlyBoth(changed, changedName) {
 		t.Errorf("one template change of %s while %s was down changed %d member Deployments, want its two copies: %v", changedName, m1, len(changed), changed)
 	}
+
+	// Deleting a resource while a member is down: the deletion waits, and
+	// says for which cluster, until the member is back.
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitForCondition(t, bed.host, m1, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, time.Duration(failureThreshold+3)*probePeriod+10*time.Second)
+	fresh := &unstructured.Unstructured{}
+	fresh.SetGroupVersionKind(schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"})
+	fresh.SetNamespace(ns)
+	fresh.SetName("fresh")
+	if err := bed.host.Delete(t.Context(), fresh); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the deletion to say it waits for "+m1, func(ctx context.Context) (bool, string) {
+		if err := bed.host.Get(ctx, client.ObjectKeyFromObject(fresh), fresh); err != nil {
+			return false, err.Error()
+		}
+		conds, _, _ := unstructured.NestedSlice(fresh.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]any)
+			if m["reason"] == typesv1beta1.ReasonDeletionPending && strings.Contains(fmt.Sprint(m["message"]), m1) {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(conds)
+	})
+	if err := down.Restart(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	waitForAbsent(t, bed.host, fresh, "the host", 60*time.Second)
+	waitForAbsent(t, newClient(t, down.Config), &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "fresh"}}, m1, 10*time.Second)
 }

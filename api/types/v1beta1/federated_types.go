@@ -185,6 +185,9 @@ const (
 	ReasonPropagationFailed = "PropagationFailed"
 	// ReasonNoClusters: the placement selects no Ready cluster.
 	ReasonNoClusters = "NoClusters"
+	// ReasonDeletionPending: the resource is being deleted and waits for
+	// clusters that cannot be reached to delete its copies there.
+	ReasonDeletionPending = "DeletionPending"
 	// ReasonNamespaceNotFederated: a namespaced resource whose namespace
 	// has no FederatedNamespace (while namespaces are federated) goes to no
 	// cluster, as in KubeFed.
