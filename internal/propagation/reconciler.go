@@ -265,27 +265,12 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 // writeDeletionPending sets the Propagated condition of a resource being
 // deleted to say which clusters its deletion waits for.
 func (r *Reconciler) writeDeletionPending(ctx context.Context, fed *unstructured.Unstructured, pending []string) error {
-	var st typesv1beta1.FederatedStatus
-	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
-	}
-	next := *st.DeepCopy()
+	old := federatedStatusOf(fed)
+	next := *old.DeepCopy()
 	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonDeletionPending,
 		fmt.Sprintf("deleting: waiting to delete the copies in clusters %s, which cannot be reached; they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
 		fed.GetGeneration(), metav1.NewTime(r.now()))
-	if equality.Semantic.DeepEqual(st, next) {
-		return nil
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
-	if err != nil {
-		return fmt.Errorf("encoding the status: %w", err)
-	}
-	before := fed.DeepCopy()
-	fed.Object["status"] = raw
-	if err := r.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
-		return ignoreNotFound(fmt.Errorf("writing the status of %s %s: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err))
-	}
-	return nil
+	return r.patchFederatedStatus(ctx, fed, old, next)
 }
 
 // deleteAllCopies deletes the copies in every cluster the CPV records or
@@ -421,11 +406,22 @@ func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.Clust
 // writeFederatedStatus writes the federated resource's status when it
 // changed.
 func (r *Reconciler) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, placed int, results []clusterResult, placementReason, placementMessage string) error {
-	var old typesv1beta1.FederatedStatus
-	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
-		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &old)
-	}
+	old := federatedStatusOf(fed)
 	next := federatedStatus(old, r.typ, placed, results, placementReason, placementMessage, fed.GetGeneration(), metav1.NewTime(r.now()))
+	return r.patchFederatedStatus(ctx, fed, old, next)
+}
+
+// federatedStatusOf reads a federated resource's status.
+func federatedStatusOf(fed *unstructured.Unstructured) typesv1beta1.FederatedStatus {
+	var st typesv1beta1.FederatedStatus
+	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	return st
+}
+
+// patchFederatedStatus writes next as fed's status when it differs from old.
+func (r *Reconciler) patchFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, old, next typesv1beta1.FederatedStatus) error {
 	if equality.Semantic.DeepEqual(old, next) {
 		return nil
 	}
@@ -436,7 +432,7 @@ func (r *Reconciler) writeFederatedStatus(ctx context.Context, fed *unstructured
 	before := fed.DeepCopy()
 	fed.Object["status"] = raw
 	if err := r.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("writing the status of %s %s: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err)
+		return ignoreNotFound(fmt.Errorf("writing the status of %s %s: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err))
 	}
 	return nil
 }

@@ -29,27 +29,7 @@ func enableDeployments(t *testing.T) {
 	joinedMembers(t)
 	host := hostClient(t)
 	deploymentsEnabled.Do(func() {
-		ftc := decode(t, `
-apiVersion: core.kubefed.io/v1beta1
-kind: FederatedTypeConfig
-metadata:
-  name: deployments.apps
-spec:
-  federatedType:
-    group: types.kubefed.io
-    kind: FederatedDeployment
-    pluralName: federateddeployments
-    scope: Namespaced
-    version: v1beta1
-  propagation: Enabled
-  statusCollection: Enabled
-  targetType:
-    group: apps
-    kind: Deployment
-    pluralName: deployments
-    scope: Namespaced
-    version: v1
-`)
+		ftc := decode(t, deploymentsTypeConfig)
 		if err := host.Create(t.Context(), ftc); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("creating the FederatedTypeConfig: %v", err)
 		}
