@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
 
 // Options configure every propagation controller.
@@ -35,6 +37,9 @@ type Options struct {
 	// RetryPeriod is when a resource with an unreachable or failing
 	// cluster is looked at again, besides the events that trigger it.
 	RetryPeriod time.Duration
+	// Scheduler decides where each resource goes; nil means every plugin,
+	// without member capacity.
+	Scheduler *scheduler.Scheduler
 }
 
 // Namespaces tells a namespaced type's controller whether namespaces are
@@ -64,10 +69,17 @@ type Controller struct {
 
 // New returns the propagation controller of typ.
 func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces Namespaces, notifier NamespaceNotifier, opts Options) (*Controller, error) {
+	if opts.Scheduler == nil {
+		sched, err := scheduler.New(scheduler.DefaultPlugins, nil)
+		if err != nil {
+			return nil, err
+		}
+		opts.Scheduler = sched
+	}
 	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
 	r := &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clusters: clusters, namespaces: namespaces, notifier: notifier,
-		opts: opts, now: time.Now,
+		opts: opts, now: time.Now, recorder: mgr.GetEventRecorder("fedwarden-scheduler"),
 	}
 	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
 	r.stopped = c.stopped
@@ -93,6 +105,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 	sources := []source.TypedSource[reconcile.Request]{
 		source.Kind(mgr.GetCache(), fed, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, federatedChanged()),
 		source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.reconciler.allFederated), clusterChanged()),
+		source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
 		source.TypedChannel(c.events, handler.TypedFuncs[reconcile.Request, reconcile.Request]{
 			GenericFunc: func(_ context.Context, e event.TypedGenericEvent[reconcile.Request], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				q.Add(e.Object)
@@ -129,6 +142,23 @@ func (c *Controller) enqueue(req reconcile.Request) {
 	select {
 	case c.events <- event.TypedGenericEvent[reconcile.Request]{Object: req}:
 	case <-c.stopped:
+	}
+}
+
+// preferenceTarget maps a ReplicaSchedulingPreference to the federated
+// resource of the same name it divides, when it targets this type.
+func (c *Controller) preferenceTarget(_ context.Context, rsp *schedulingv1alpha1.ReplicaSchedulingPreference) []reconcile.Request {
+	if rsp.Spec.TargetKind != c.typ.Federated.Kind || !c.typ.FederatedNamespaced {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(rsp)}}
+}
+
+// EnqueueAll syncs every federated resource of this type, for example when
+// a member's capacity changed.
+func (c *Controller) EnqueueAll(ctx context.Context) {
+	for _, req := range c.reconciler.allFederated(ctx, nil) {
+		c.enqueue(req)
 	}
 }
 

@@ -74,7 +74,8 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 
 // syncCluster makes the member copy of fed in one cluster current, writing
 // only when its content differs from what was last written.
-func (r *Reconciler) syncCluster(ctx context.Context, fed *unstructured.Unstructured, spec federated, name string, fc *corev1beta1.FederatedCluster, v versions) clusterResult {
+func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
+	fed, spec, v := in.fed, in.spec, in.v
 	member, failed := r.reach(name, fc)
 	if failed != nil {
 		return *failed
@@ -82,6 +83,12 @@ func (r *Reconciler) syncCluster(ctx context.Context, fed *unstructured.Unstruct
 	desired, err := render(r.typ, fed, spec.overridesFor(name))
 	if err != nil {
 		return applyFailed(name, err, false)
+	}
+	if n, ok := in.replicas[name]; ok {
+		// The scheduler's division wins over the template and overrides.
+		if err := unstructured.SetNestedField(desired.Object, int64(n), "spec", "replicas"); err != nil {
+			return applyFailed(name, fmt.Errorf("setting spec.replicas: %w", err), false)
+		}
 	}
 	hash := contentHash(desired.Object)
 	existing, conflict, err := r.existingCopy(ctx, member, fed, desired)

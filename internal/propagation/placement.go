@@ -41,14 +41,3 @@ func place(p typesv1beta1.Placement, clusters []corev1beta1.FederatedCluster) ([
 	slices.Sort(names)
 	return names, nil
 }
-
-// intersect returns the names in both sorted lists.
-func intersect(a, b []string) []string {
-	var out []string
-	for _, n := range a {
-		if _, found := slices.BinarySearch(b, n); found {
-			out = append(out, n)
-		}
-	}
-	return out
-}

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 )
 
 // federatedChanged lets through changes a sync depends on: spec
@@ -29,13 +30,20 @@ func federatedChanged() predicate.TypedPredicate[*unstructured.Unstructured] {
 
 // clusterChanged lets through the FederatedCluster changes that change
 // placement or where copies may be written: creation, deletion, labels,
-// and the Ready condition's status.
+// spec (region, zones) and the Ready condition's status.
 func clusterChanged() predicate.TypedPredicate[*corev1beta1.FederatedCluster] {
 	return predicate.TypedFuncs[*corev1beta1.FederatedCluster]{
 		UpdateFunc: func(e event.TypedUpdateEvent[*corev1beta1.FederatedCluster]) bool {
 			return !labels.Equals(e.ObjectOld.Labels, e.ObjectNew.Labels) ||
+				e.ObjectOld.Generation != e.ObjectNew.Generation ||
 				meta.IsStatusConditionTrue(e.ObjectOld.Status.Conditions, corev1beta1.ClusterReady) !=
 					meta.IsStatusConditionTrue(e.ObjectNew.Status.Conditions, corev1beta1.ClusterReady)
 		},
 	}
+}
+
+// preferenceChanged lets through ReplicaSchedulingPreference creations,
+// deletions and spec changes, not the controller's own status writes.
+func preferenceChanged() predicate.TypedPredicate[*schedulingv1alpha1.ReplicaSchedulingPreference] {
+	return predicate.TypedGenerationChangedPredicate[*schedulingv1alpha1.ReplicaSchedulingPreference]{}
 }

@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 )
@@ -34,6 +36,7 @@ type Reconciler struct {
 	namespaces Namespaces
 	notifier   NamespaceNotifier
 	opts       Options
+	recorder   recorder.EventRecorder
 	now        func() time.Time
 	stopped    <-chan struct{} // closed when the controller has stopped
 }
@@ -131,24 +134,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	placed, err := place(spec.Placement, list)
+	cpv, err := r.getCPV(ctx, fed)
 	if err != nil {
-		return reconcile.Result{}, reconcile.TerminalError(err)
+		return reconcile.Result{}, err
 	}
-	placed, placementReason, placementMessage, err := r.restrictToNamespace(ctx, fed, placed)
+	t, rsp, err := r.schedule(ctx, fed, spec, cpv, list)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	// The members are written before the CPV is created or updated, so that
 	// a new resource reaches them after a single host write (the finalizer);
 	// a CPV that does not exist yet has no versions, and the first are 1.
-	cpv, err := r.getCPV(ctx, fed)
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	v := nextVersions(cpv.Status, contentHash(template(fed)), contentHash(spec.Overrides))
+	in := &syncInput{fed: fed, spec: spec, replicas: t.replicas}
+	in.v = nextVersions(cpv.Status, contentHash(template(fed)), overridesHash(spec.Overrides, t.replicas))
 	finalized := r.addFinalizer(ctx, fed)
-	results := r.syncAll(ctx, fed, spec, placed, set, v)
+	results := r.syncAll(ctx, in, t.names, set)
 	if err := finalized(); err != nil {
 		if r.deleted(ctx, fed) {
 			// Gone, or being deleted (no finalizer may be added then).
@@ -156,14 +156,24 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		}
 		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
-	results = append(results, r.removeUnplaced(ctx, fed, placed, cpv, set)...)
-	if cpv, err = r.ensureCPV(ctx, fed, cpv, placed); err != nil {
+	results = append(results, r.removeUnplaced(ctx, fed, t.names, cpv, set)...)
+	if cpv, err = r.ensureCPV(ctx, fed, cpv, t); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.writeCPVStatus(ctx, cpv, v, len(placed), results, fed.GetGeneration()); err != nil {
+	r.recordDecision(fed, t)
+	return r.writeStatuses(ctx, fed, cpv, rsp, in, t, results)
+}
+
+// writeStatuses writes what the sync found in the CPV, the federated
+// resource and its ReplicaSchedulingPreference.
+func (r *Reconciler) writeStatuses(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, in *syncInput, t targets, results []clusterResult) (reconcile.Result, error) {
+	if err := r.writeCPVStatus(ctx, cpv, in.v, len(t.names), results, fed.GetGeneration()); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := r.writeFederatedStatus(ctx, fed, len(placed), results, placementReason, placementMessage); err != nil {
+	if err := r.writeFederatedStatus(ctx, fed, t, results); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.writePreferenceStatus(ctx, rsp, t); err != nil {
 		return reconcile.Result{}, err
 	}
 	if slices.ContainsFunc(results, func(res clusterResult) bool { return res.retry }) {
@@ -172,48 +182,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	return reconcile.Result{}, nil
 }
 
-// restrictToNamespace keeps a namespaced resource to the clusters its
-// namespace is federated to, when namespaces are federated (KubeFed's
-// rule); for a FederatedNamespace it tells the resources in its namespace
-// when its placement changes.
-func (r *Reconciler) restrictToNamespace(ctx context.Context, fed *unstructured.Unstructured, placed []string) ([]string, string, string, error) {
-	if !r.typ.TargetNamespaced || r.namespaces == nil {
-		return placed, "", "", nil
-	}
-	gvk, federated := r.namespaces.FederatedNamespaceKind()
-	if !federated {
-		return placed, "", "", nil
-	}
-	fns := &unstructured.Unstructured{}
-	fns.SetGroupVersionKind(gvk)
-	err := r.client.Get(ctx, types.NamespacedName{Namespace: fed.GetNamespace(), Name: fed.GetNamespace()}, fns)
-	if apierrors.IsNotFound(err) {
-		return nil, typesv1beta1.ReasonNamespaceNotFederated, fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to", fed.GetNamespace(), gvk.Kind), nil
-	}
-	if err != nil {
-		return nil, "", "", fmt.Errorf("reading %s %s: %w", gvk.Kind, fed.GetNamespace(), err)
-	}
-	nsSpec, err := parseSpec(fns)
-	if err != nil {
-		return nil, "", "", err
-	}
-	_, list, err := r.listClusters(ctx)
-	if err != nil {
-		return nil, "", "", err
-	}
-	nsPlaced, err := place(nsSpec.Placement, list)
-	if err != nil {
-		return nil, "", "", nil
-	}
-	return intersect(placed, nsPlaced), "", "", nil
+// syncInput is what every cluster's sync of one resource shares.
+type syncInput struct {
+	fed  *unstructured.Unstructured
+	spec federated
+	v    versions
+	// replicas are the scheduler's, by cluster, when it divides them.
+	replicas map[string]int32
 }
 
 // syncAll syncs the placed clusters in parallel.
-func (r *Reconciler) syncAll(ctx context.Context, fed *unstructured.Unstructured, spec federated, placed []string, set clusterSet, v versions) []clusterResult {
+func (r *Reconciler) syncAll(ctx context.Context, in *syncInput, placed []string, set clusterSet) []clusterResult {
 	results := make([]clusterResult, len(placed))
 	var wg sync.WaitGroup
 	for i, name := range placed {
-		wg.Go(func() { results[i] = r.syncCluster(ctx, fed, spec, name, set[name], v) })
+		wg.Go(func() { results[i] = r.syncCluster(ctx, in, name, set[name]) })
 	}
 	wg.Wait()
 	return results
@@ -293,6 +276,12 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 		names = append(names, string(cv.ClusterName))
 		known[string(cv.ClusterName)] = cv.Version != ""
 	}
+	for _, pc := range cpv.Spec.Clusters {
+		if _, ok := known[string(pc.Name)]; !ok {
+			names = append(names, string(pc.Name))
+			known[string(pc.Name)] = true // scheduled: it may hold one
+		}
+	}
 	if spec, err := parseSpec(fed); err == nil {
 		if placed, err := place(spec.Placement, list); err == nil {
 			for _, name := range placed {
@@ -341,16 +330,15 @@ func (r *Reconciler) getCPV(ctx context.Context, fed *unstructured.Unstructured)
 // ensureCPV creates the resource's ClusterPropagatedVersion when cpv does
 // not exist yet, or updates its spec when it differs from fed and the
 // placement.
-func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, placed []string) (*typesv1beta1.ClusterPropagatedVersion, error) {
+func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	key := r.cpvKey(fed)
 	want := typesv1beta1.ClusterPropagatedVersionSpec{
 		Template:           fed.GetName(),
 		TemplateKind:       r.typ.Federated.Kind,
 		TemplateAPIVersion: r.typ.Federated.GroupVersion().String(),
+		Clusters:           normalized(t.placedClusters()),
 	}
-	for _, name := range placed {
-		want.Clusters = append(want.Clusters, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name)})
-	}
+	placed := t.names
 	owner := metav1.OwnerReference{
 		APIVersion: r.typ.Federated.GroupVersion().String(), Kind: r.typ.Federated.Kind,
 		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
@@ -405,9 +393,9 @@ func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.Clust
 
 // writeFederatedStatus writes the federated resource's status when it
 // changed.
-func (r *Reconciler) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, placed int, results []clusterResult, placementReason, placementMessage string) error {
+func (r *Reconciler) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult) error {
 	old := federatedStatusOf(fed)
-	next := federatedStatus(old, r.typ, placed, results, placementReason, placementMessage, fed.GetGeneration(), metav1.NewTime(r.now()))
+	next := federatedStatus(old, r.typ, t, results, fed.GetGeneration(), metav1.NewTime(r.now()))
 	return r.patchFederatedStatus(ctx, fed, old, next)
 }
 

@@ -137,6 +137,16 @@ func applyOverrides(obj map[string]any, overrides []typesv1beta1.Override) (map[
 	return out, nil
 }
 
+// overridesHash is the content hash behind the override version: the
+// overrides, and the scheduler's per-cluster replicas when it divides them
+// (KubeFed wrote those as overrides too).
+func overridesHash(overrides []typesv1beta1.ClusterOverride, replicas map[string]int32) string {
+	if len(replicas) == 0 {
+		return contentHash(overrides)
+	}
+	return contentHash(map[string]any{"overrides": overrides, "replicas": replicas})
+}
+
 // contentHash is a stable hash of v's JSON encoding (map keys sorted).
 func contentHash(v any) string {
 	raw, err := json.Marshal(v)

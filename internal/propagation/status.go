@@ -135,7 +135,8 @@ func bounded(s string, n int) string {
 }
 
 // federatedStatus returns the federated resource's status after a sync.
-func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, placed int, results []clusterResult, placementReason, placementMessage string, generation int64, now metav1.Time) typesv1beta1.FederatedStatus {
+func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, results []clusterResult, generation int64, now metav1.Time) typesv1beta1.FederatedStatus {
+	placed := len(t.names)
 	st := typesv1beta1.FederatedStatus{
 		ObservedGeneration: generation,
 		Conditions:         slices.Clone(old.Conditions),
@@ -152,9 +153,11 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, placed int, res
 		st.Clusters = append(st.Clusters, ps)
 	}
 	slices.SortFunc(st.Clusters, func(a, b typesv1beta1.PropagationStatus) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	scheduled, schedReason, schedMessage := scheduledCondition(t)
+	setCondition(&st.Conditions, typesv1beta1.FederatedScheduled, scheduled, schedReason, schedMessage, generation, now)
 	reason, message := propagatedReason(placed, results)
-	if placementReason != "" {
-		reason, message = placementReason, placementMessage
+	if t.namespaceReason != "" && placed == 0 {
+		reason, message = t.namespaceReason, t.namespaceMessage
 	}
 	setCondition(&st.Conditions, typesv1beta1.FederatedPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
 	return st

@@ -260,6 +260,21 @@ func (r *Reconciler) NamespaceChanged(namespace string) {
 	}
 }
 
+// ResyncAll syncs every federated resource of every enabled type again,
+// for example when a member's capacity changed. The cluster is not used to
+// narrow the set: a resource may be scheduled there only now.
+func (r *Reconciler) ResyncAll(string) {
+	r.mu.Lock()
+	ctrls := make([]*propagation.Controller, 0, len(r.running))
+	for _, run := range r.running {
+		ctrls = append(ctrls, run.ctrl)
+	}
+	r.mu.Unlock()
+	for _, c := range ctrls {
+		go c.EnqueueAll(r.baseCtx)
+	}
+}
+
 // writeStatus writes the FederatedTypeConfig's status when it changed.
 func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, s state) error {
 	next := *ftc.Status.DeepCopy()

@@ -63,6 +63,22 @@ type ReplicaSchedulingPreferenceStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// Condition type and reasons of a ReplicaSchedulingPreference.
+const (
+	// RSPScheduled is True when the preference divided the replicas of its
+	// workload; the message gives each cluster's share.
+	RSPScheduled = "Scheduled"
+
+	// ReasonDivided: the replicas are divided as the message says.
+	ReasonDivided = "Divided"
+	// ReasonTargetNotFound: there is no federated workload of targetKind
+	// with the preference's name in its namespace.
+	ReasonTargetNotFound = "TargetNotFound"
+	// ReasonNotDivided: the workload is not scheduled (see its Scheduled
+	// condition), or some replicas fit in no cluster.
+	ReasonNotDivided = "NotDivided"
+)
+
 // ReplicaSchedulingPreference divides a federated workload's replicas
 // between member clusters.
 //

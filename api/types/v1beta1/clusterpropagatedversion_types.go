@@ -66,6 +66,12 @@ type ClusterPropagatedVersionSpec struct {
 type PlacedCluster struct {
 	// Name of the FederatedCluster.
 	Name ClusterName `json:"name"`
+
+	// Replicas the cluster runs, when a ReplicaSchedulingPreference
+	// divides the workload's replicas; unset means the template's.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
 }
 
 // ClusterVersion is what one member cluster really has.

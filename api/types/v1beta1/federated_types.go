@@ -23,6 +23,63 @@ type Placement struct {
 	// absent.
 	// +optional
 	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
+
+	// ExcludeClusters names clusters the resource never goes to, whatever
+	// clusters or clusterSelector select.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	ExcludeClusters []PlacementCluster `json:"excludeClusters,omitempty"`
+
+	// SpreadConstraints spread the selected clusters over regions or
+	// zones, applied in order, for example one cluster in each of at least
+	// two regions. Clusters are kept where they already are when the
+	// constraints allow it.
+	// +listType=map
+	// +listMapKey=spreadBy
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
+}
+
+// SpreadBy is the topology a spread constraint groups clusters by.
+// +kubebuilder:validation:Enum=region;zone
+type SpreadBy string
+
+const (
+	// SpreadByRegion groups clusters by spec.region.
+	SpreadByRegion SpreadBy = "region"
+	// SpreadByZone groups clusters by their first zone in spec.zones.
+	SpreadByZone SpreadBy = "zone"
+)
+
+// SpreadConstraint bounds how many topology groups (regions or zones) the
+// resource goes to, and how many clusters in each.
+// +kubebuilder:validation:XValidation:rule="!has(self.maxGroups) || self.maxGroups >= (has(self.minGroups) ? self.minGroups : 1)",message="maxGroups must not be less than minGroups"
+type SpreadConstraint struct {
+	// SpreadBy is region or zone.
+	SpreadBy SpreadBy `json:"spreadBy"`
+
+	// MinGroups is the fewest groups the resource must reach; with fewer
+	// available it is not scheduled (and stays where it was). Default 1.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MinGroups *int32 `json:"minGroups,omitempty"`
+
+	// MaxGroups is the most groups the resource goes to; unset means no limit.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxGroups *int32 `json:"maxGroups,omitempty"`
+
+	// MaxClustersPerGroup is the most clusters chosen in one group; unset
+	// means no limit.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxClustersPerGroup *int32 `json:"maxClustersPerGroup,omitempty"`
 }
 
 // ClusterSelector selects FederatedClusters by their labels. It has the
@@ -130,7 +187,7 @@ type FederatedStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Propagated.
+	// Conditions: Scheduled and Propagated.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -174,6 +231,19 @@ type PropagationStatus struct {
 
 // Condition types and reasons of a Federated<Kind>.
 const (
+	// FederatedScheduled is True when the scheduler found clusters for the
+	// resource; its message names the clusters each plugin ruled out, and
+	// why.
+	FederatedScheduled = "Scheduled"
+
+	// ReasonScheduled: the scheduler's decision is in the CPV's
+	// spec.clusters.
+	ReasonScheduled = "Scheduled"
+	// ReasonUnschedulable: no decision satisfies the placement (for
+	// example too few regions for a spread constraint); the resource stays
+	// where it was.
+	ReasonUnschedulable = "Unschedulable"
+
 	// FederatedPropagated is True when every placed cluster has the
 	// current template and overrides.
 	FederatedPropagated = "Propagated"

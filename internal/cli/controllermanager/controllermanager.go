@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,12 +26,15 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/scheduler"
+	"github.com/fedwarden/fedwarden/internal/scheduler/capacitysource"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
 )
 
@@ -49,6 +53,8 @@ type options struct {
 	memberBurst    int
 	health         cluster.Options
 	propagation    propagation.Options
+	plugins        string
+	capacityDelay  time.Duration
 	zap            zap.Options
 	startupTimeout time.Duration
 }
@@ -81,7 +87,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"    started and stopped as types are enabled and disabled;\n" +
 			"  - propagation: writes each Federated<Kind>'s template, with each cluster's overrides,\n" +
 			"    to the clusters it is placed on, and records the versions in its\n" +
-			"    ClusterPropagatedVersion.\n\n" +
+			"    ClusterPropagatedVersion;\n" +
+			"  - scheduling: before each sync, the scheduler's plugins (--plugins) choose the clusters\n" +
+			"    and divide replicas (ReplicaSchedulingPreference); the decision is recorded in the\n" +
+			"    CPV's spec.clusters and explained in the Scheduled condition.\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
 		Args:        cmdline.NoArgs,
@@ -108,6 +117,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.propagation.Workers, "propagation-workers", o.propagation.Workers, "federated resources of one type synced at the same time")
 	f.DurationVar(&o.propagation.RetryPeriod, "propagation-retry-period", o.propagation.RetryPeriod, "how soon a resource that could not reach every cluster is synced again")
 	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
+	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins: * for all ("+strings.Join(scheduler.Registry().Names(), ", ")+"), -Name to disable one, e.g. *,-Capacity")
+	f.DurationVar(&o.capacityDelay, "capacity-debounce", 5*time.Second, "how long member Node and ResourceQuota changes are gathered before resources are scheduled again")
 	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
 	f.DurationVar(&o.health.Timeout, "cluster-health-timeout", o.health.Timeout, "timeout of one health probe")
 	f.IntVar(&o.health.Thresholds.Failure, "cluster-health-failure-threshold", o.health.Thresholds.Failure, "failed probes in a row before a Ready cluster is marked not Ready")
@@ -128,6 +139,12 @@ func (o *options) validate() error {
 	o.propagation.Namespace = o.namespace
 	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 {
 		return fmt.Errorf("--propagation-workers must be at least 1, --propagation-retry-period and --member-list-timeout positive")
+	}
+	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
+		return fmt.Errorf("--plugins: %w", err)
+	}
+	if o.capacityDelay < 0 {
+		return fmt.Errorf("--capacity-debounce must not be negative")
 	}
 	if o.hostQPS <= 0 || o.hostBurst < 1 || o.memberQPS <= 0 || o.memberBurst < 1 {
 		return fmt.Errorf("--kube-api-qps, --kube-api-burst, --member-api-qps and --member-api-burst must be positive")
@@ -195,7 +212,17 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 	if err := health.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", cluster.ControllerName, err)
 	}
-	federation := typeconfig.NewReconciler(mgr, members, o.propagation)
+	var federation *typeconfig.Reconciler
+	capacity := capacitysource.New(members, capacitysource.Options{
+		OnChange: func(cluster string) { federation.ResyncAll(cluster) },
+		Debounce: o.capacityDelay,
+	})
+	sched, err := scheduler.New(o.plugins, capacity)
+	if err != nil {
+		return fmt.Errorf("--plugins: %w", err)
+	}
+	o.propagation.Scheduler = sched
+	federation = typeconfig.NewReconciler(mgr, members, o.propagation)
 	if err := federation.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
 	}
@@ -223,6 +250,9 @@ func newScheme() (*runtime.Scheme, error) {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	if err := typesv1beta1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, fmt.Errorf("building the scheme: %w", err)
 	}
 	return scheme, nil

@@ -1,0 +1,209 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/scheduler"
+	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
+)
+
+// maxExplanation bounds the Scheduled condition's message.
+const maxExplanation = 2048
+
+// targets is where a sync writes: the clusters of the decision, sorted, and
+// the replicas of those a ReplicaSchedulingPreference divides.
+type targets struct {
+	names    []string
+	replicas map[string]int32
+	decision framework.Decision
+	// changed tells whether the decision differs from the CPV's.
+	changed bool
+	// namespaceReason and namespaceMessage are set when the resource's
+	// namespace keeps it from every cluster.
+	namespaceReason, namespaceMessage string
+}
+
+// placedClusters is targets as the CPV records them.
+func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
+	out := make([]typesv1beta1.PlacedCluster, 0, len(t.names))
+	for _, name := range t.names {
+		pc := typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name)}
+		if n, ok := t.replicas[name]; ok {
+			pc.Replicas = &n
+		}
+		out = append(out, pc)
+	}
+	return out
+}
+
+// schedule decides where fed goes, starting from the decision recorded in
+// its CPV. When no decision can be made, the resource stays where it was.
+func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructured, spec federated, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) (targets, *schedulingv1alpha1.ReplicaSchedulingPreference, error) {
+	restriction, nsReason, nsMessage, err := r.namespaceRestriction(ctx, fed, clusters)
+	if err != nil {
+		return targets{}, nil, err
+	}
+	rsp, err := r.preference(ctx, fed)
+	if err != nil {
+		return targets{}, nil, err
+	}
+	start := time.Now()
+	d := r.opts.Scheduler.Schedule(scheduler.Input{
+		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
+		Previous: cpv.Spec.Clusters, Restriction: restriction,
+	})
+	schedulingSeconds.Observe(time.Since(start).Seconds())
+	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage}
+	if d.Failure != nil {
+		// Keep the last decision: nothing already in the clusters is lost.
+		for _, pc := range cpv.Spec.Clusters {
+			t.names = append(t.names, string(pc.Name))
+			if pc.Replicas != nil {
+				t.replicas[string(pc.Name)] = *pc.Replicas
+			}
+		}
+		return t, rsp, nil
+	}
+	for _, p := range d.Clusters {
+		t.names = append(t.names, p.Name)
+		if p.Replicas != nil {
+			t.replicas[p.Name] = *p.Replicas
+		}
+	}
+	t.changed = !equality.Semantic.DeepEqual(normalized(cpv.Spec.Clusters), normalized(t.placedClusters()))
+	return t, rsp, nil
+}
+
+func normalized(pcs []typesv1beta1.PlacedCluster) []typesv1beta1.PlacedCluster {
+	if len(pcs) == 0 {
+		return nil
+	}
+	return pcs
+}
+
+// namespaceRestriction keeps a namespaced resource to the clusters its
+// namespace is federated to, when namespaces are federated (KubeFed's
+// rule).
+func (r *Reconciler) namespaceRestriction(ctx context.Context, fed *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) (*scheduler.Restriction, string, string, error) {
+	if !r.typ.TargetNamespaced || r.namespaces == nil {
+		return nil, "", "", nil
+	}
+	gvk, federated := r.namespaces.FederatedNamespaceKind()
+	if !federated {
+		return nil, "", "", nil
+	}
+	fns := &unstructured.Unstructured{}
+	fns.SetGroupVersionKind(gvk)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: fed.GetNamespace(), Name: fed.GetNamespace()}, fns)
+	if apierrors.IsNotFound(err) {
+		msg := fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to", fed.GetNamespace(), gvk.Kind)
+		return &scheduler.Restriction{Plugin: gvk.Kind, Reason: "namespace " + fed.GetNamespace() + " is not federated"}, typesv1beta1.ReasonNamespaceNotFederated, msg, nil
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reading %s %s: %w", gvk.Kind, fed.GetNamespace(), err)
+	}
+	nsSpec, err := parseSpec(fns)
+	if err != nil {
+		return nil, "", "", err
+	}
+	nsPlaced, err := place(nsSpec.Placement, clusters)
+	if err != nil {
+		// The FederatedNamespace's own status reports its bad selector.
+		nsPlaced = nil
+	}
+	return &scheduler.Restriction{Plugin: gvk.Kind, Clusters: nsPlaced, Reason: "namespace " + fed.GetNamespace() + " is not federated to it"}, "", "", nil
+}
+
+// preference returns the ReplicaSchedulingPreference of fed: same
+// namespace and name, targeting fed's kind.
+func (r *Reconciler) preference(ctx context.Context, fed *unstructured.Unstructured) (*schedulingv1alpha1.ReplicaSchedulingPreference, error) {
+	if !r.typ.FederatedNamespaced {
+		return nil, nil
+	}
+	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{}
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(fed), rsp)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(fed), err)
+	case rsp.Spec.TargetKind != r.typ.Federated.Kind:
+		return nil, nil
+	}
+	return rsp, nil
+}
+
+// scheduledCondition is the Scheduled condition's status, reason and
+// message for a decision.
+func scheduledCondition(t targets) (bool, string, string) {
+	if t.decision.Failure != nil {
+		msg := t.decision.Explain(maxExplanation)
+		if len(t.names) > 0 {
+			msg = bounded(msg+"; the resource stays on "+joinNames(t.names), maxExplanation)
+		}
+		return false, typesv1beta1.ReasonUnschedulable, msg
+	}
+	return true, typesv1beta1.ReasonScheduled, t.decision.Explain(maxExplanation)
+}
+
+// recordDecision emits an Event on fed when the decision changed, or when
+// no decision could be made.
+func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
+	if r.recorder == nil {
+		return
+	}
+	ok, reason, msg := scheduledCondition(t)
+	switch {
+	case !ok:
+		r.recorder.Eventf(fed, nil, "Warning", reason, "Schedule", "%s", msg)
+	case t.changed:
+		r.recorder.Eventf(fed, nil, "Normal", reason, "Schedule", "%s", msg)
+	default:
+		return
+	}
+	schedulingDecisions.WithLabelValues(reason).Inc()
+}
+
+// writePreferenceStatus sets the RSP's Scheduled condition.
+func (r *Reconciler) writePreferenceStatus(ctx context.Context, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, t targets) error {
+	if rsp == nil {
+		return nil
+	}
+	next := *rsp.Status.DeepCopy()
+	status, reason, msg := true, schedulingv1alpha1.ReasonDivided, "divided "+fmt.Sprint(rsp.Spec.TotalReplicas)+" replicas: "+t.decision.Summary()
+	switch {
+	case t.decision.Failure != nil:
+		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, t.decision.Explain(maxExplanation)
+	case len(t.decision.Notes) > 0:
+		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, msg+"; "+t.decision.Notes[0].String()
+	}
+	setCondition(&next.Conditions, schedulingv1alpha1.RSPScheduled, status, reason, bounded(msg, maxExplanation), rsp.Generation, metav1.NewTime(r.now()))
+	if equality.Semantic.DeepEqual(rsp.Status, next) {
+		return nil
+	}
+	before := rsp.DeepCopy()
+	rsp.Status = next
+	if err := r.client.Status().Patch(ctx, rsp, client.MergeFrom(before)); err != nil {
+		return ignoreNotFound(fmt.Errorf("writing the status of ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(rsp), err))
+	}
+	return nil
+}
+
+func joinNames(names []string) string {
+	if len(names) > maxListedClusters {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedClusters], ", "), len(names)-maxListedClusters)
+	}
+	return strings.Join(names, ", ")
+}

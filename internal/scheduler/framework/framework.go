@@ -1,0 +1,233 @@
+package framework
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Framework runs the enabled plugins of a Registry.
+type Framework struct {
+	enabled []string
+	filters []FilterPlugin
+	scores  []ScorePlugin
+	selects []SelectPlugin
+	assigns []AssignPlugin
+}
+
+// New builds the plugins named in enabled, in the registry's order.
+func New(reg *Registry, enabled []string) (*Framework, error) {
+	f := &Framework{}
+	for _, name := range reg.names {
+		if !slices.Contains(enabled, name) {
+			continue
+		}
+		p := reg.factories[name]()
+		f.enabled = append(f.enabled, name)
+		if fp, ok := p.(FilterPlugin); ok {
+			f.filters = append(f.filters, fp)
+		}
+		if sp, ok := p.(ScorePlugin); ok {
+			f.scores = append(f.scores, sp)
+		}
+		if sp, ok := p.(SelectPlugin); ok {
+			f.selects = append(f.selects, sp)
+		}
+		if ap, ok := p.(AssignPlugin); ok {
+			f.assigns = append(f.assigns, ap)
+		}
+	}
+	for _, name := range enabled {
+		if err := reg.known(name); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+// Enabled tells whether the plugin called name runs.
+func (f *Framework) Enabled(name string) bool { return slices.Contains(f.enabled, name) }
+
+// Placement is one cluster of a decision.
+type Placement struct {
+	Name string
+	// Replicas the cluster runs; nil means the template's.
+	Replicas *int32
+}
+
+// Verdict is what one plugin said about one cluster (or, with Cluster
+// empty, about the whole decision).
+type Verdict struct {
+	Cluster string
+	Plugin  string
+	Reasons []string
+}
+
+func (v Verdict) String() string {
+	s := v.Plugin + ": " + joinReasons(v.Reasons)
+	if v.Cluster != "" {
+		s = v.Cluster + ": " + s
+	}
+	return s
+}
+
+// Decision is where the workload goes, and why not elsewhere.
+type Decision struct {
+	// Clusters chosen, sorted by name.
+	Clusters []Placement
+	// RuledOut are the clusters a Filter plugin ruled out, or a Select
+	// plugin left out, sorted by cluster.
+	RuledOut []Verdict
+	// Failure is set when no decision could be made: Clusters is then
+	// empty and the caller keeps the last decision.
+	Failure *Verdict
+	// Notes are what Assign plugins want the user to know.
+	Notes []Verdict
+}
+
+// Schedule decides where s.Workload goes among s.Clusters.
+func (f *Framework) Schedule(s *State) Decision {
+	var d Decision
+	feasible, failure := f.filter(s, &d)
+	if failure != nil {
+		d.Failure = failure
+		return d
+	}
+	ranked, failure := f.score(s, feasible)
+	if failure != nil {
+		d.Failure = failure
+		return d
+	}
+	selected := ranked
+	for _, p := range f.selects {
+		sel, res := p.Select(s, selected)
+		if !res.IsSuccess() {
+			d.Failure = &Verdict{Plugin: p.Name(), Reasons: res.Reasons}
+			d.RuledOut = sortVerdicts(d.RuledOut)
+			return d
+		}
+		d.RuledOut = append(d.RuledOut, leftOut(p.Name(), selected, sel)...)
+		selected = sel.Chosen
+	}
+	replicas, failure := f.assign(s, selected, &d)
+	if failure != nil {
+		d.Failure = failure
+		d.RuledOut = sortVerdicts(d.RuledOut)
+		return d
+	}
+	for _, c := range selected {
+		p := Placement{Name: c.Name}
+		if n, ok := replicas[c.Name]; ok {
+			p.Replicas = &n
+		}
+		d.Clusters = append(d.Clusters, p)
+	}
+	slices.SortFunc(d.Clusters, func(a, b Placement) int { return cmp.Compare(a.Name, b.Name) })
+	d.RuledOut = sortVerdicts(d.RuledOut)
+	return d
+}
+
+// filter returns the clusters every Filter plugin lets through; a plugin
+// Error fails the whole decision.
+func (f *Framework) filter(s *State, d *Decision) ([]*Cluster, *Verdict) {
+	var feasible []*Cluster
+	for _, c := range s.Clusters {
+		v, code := f.filterOne(s, c)
+		switch code {
+		case Error:
+			return nil, &Verdict{Plugin: v.Plugin, Reasons: v.Reasons}
+		case Unschedulable:
+			d.RuledOut = append(d.RuledOut, *v)
+		default:
+			feasible = append(feasible, c)
+		}
+	}
+	return feasible, nil
+}
+
+func (f *Framework) filterOne(s *State, c *Cluster) (*Verdict, Code) {
+	for _, p := range f.filters {
+		if res := p.Filter(s, c); !res.IsSuccess() {
+			return &Verdict{Cluster: c.Name, Plugin: p.Name(), Reasons: res.Reasons}, res.Code
+		}
+	}
+	return nil, Success
+}
+
+// score ranks the feasible clusters: highest total score first, then those
+// already scheduled (so that ties never move a workload), then by name.
+func (f *Framework) score(s *State, feasible []*Cluster) ([]ScoredCluster, *Verdict) {
+	ranked := make([]ScoredCluster, 0, len(feasible))
+	for _, c := range feasible {
+		sc := ScoredCluster{Cluster: c}
+		for _, p := range f.scores {
+			n, res := p.Score(s, c)
+			if !res.IsSuccess() {
+				return nil, &Verdict{Cluster: c.Name, Plugin: p.Name(), Reasons: res.Reasons}
+			}
+			sc.Score += n
+		}
+		ranked = append(ranked, sc)
+	}
+	slices.SortStableFunc(ranked, func(a, b ScoredCluster) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if a.Scheduled() != b.Scheduled() {
+			if a.Scheduled() {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return ranked, nil
+}
+
+// assign runs the Assign plugins; the first that applies decides.
+func (f *Framework) assign(s *State, selected []ScoredCluster, d *Decision) (map[string]int32, *Verdict) {
+	for _, p := range f.assigns {
+		replicas, res := p.Assign(s, selected)
+		if !res.IsSuccess() {
+			return nil, &Verdict{Plugin: p.Name(), Reasons: res.Reasons}
+		}
+		if len(res.Reasons) > 0 {
+			d.Notes = append(d.Notes, Verdict{Plugin: p.Name(), Reasons: res.Reasons})
+		}
+		if replicas != nil {
+			return replicas, nil
+		}
+	}
+	return nil, nil
+}
+
+// leftOut returns a verdict for each cluster in before but not chosen.
+func leftOut(plugin string, before []ScoredCluster, sel Selection) []Verdict {
+	var out []Verdict
+	for _, c := range before {
+		if slices.ContainsFunc(sel.Chosen, func(a ScoredCluster) bool { return a.Name == c.Name }) {
+			continue
+		}
+		why := sel.LeftOut[c.Name]
+		if why == "" {
+			why = "not chosen"
+		}
+		out = append(out, Verdict{Cluster: c.Name, Plugin: plugin, Reasons: []string{why}})
+	}
+	return out
+}
+
+func sortVerdicts(vs []Verdict) []Verdict {
+	slices.SortStableFunc(vs, func(a, b Verdict) int { return cmp.Compare(a.Cluster, b.Cluster) })
+	return vs
+}
+
+func joinReasons(reasons []string) string {
+	switch len(reasons) {
+	case 0:
+		return "no reason given"
+	case 1:
+		return reasons[0]
+	}
+	return fmt.Sprintf("%s (and %d more)", reasons[0], len(reasons)-1)
+}

@@ -1,0 +1,82 @@
+package framework
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// Workload is what is being scheduled.
+type Workload struct {
+	// Kind, Namespace and Name of the federated resource.
+	Kind, Namespace, Name string
+	// Placement is the resource's spec.placement.
+	Placement typesv1beta1.Placement
+	// Replicas is the template's spec.replicas; nil for kinds without one.
+	Replicas *int32
+	// PodRequests are the resource requests of one pod of the template;
+	// empty when the template has no pods or requests nothing.
+	PodRequests corev1.ResourceList
+	// Preference divides the replicas, when a ReplicaSchedulingPreference
+	// targets the resource.
+	Preference *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec
+}
+
+// Cluster is one candidate cluster, as plugins see it.
+type Cluster struct {
+	Name   string
+	Labels map[string]string
+	Region string
+	Zones  []string
+	// Joined is false for a cluster the placement names that has no
+	// FederatedCluster.
+	Joined bool
+	// Ready tells whether the cluster's Ready condition is True; NotReady
+	// says why not.
+	Ready    bool
+	NotReady string
+	// Previous is the cluster's place in the last decision; nil when the
+	// resource was not scheduled there.
+	Previous *Previous
+	// Capacity is the cluster's free room; nil when it is not measured
+	// (yet).
+	Capacity *Capacity
+}
+
+// Previous is a cluster's place in the last decision.
+type Previous struct {
+	// Replicas the cluster was given; nil when the template's.
+	Replicas *int32
+}
+
+// Scheduled tells whether the last decision placed the resource on c.
+func (c *Cluster) Scheduled() bool { return c.Previous != nil }
+
+// PreviousReplicas is how many replicas the last decision gave c: 0 when it
+// was not scheduled there, the template's when no count was recorded.
+func (c *Cluster) PreviousReplicas(w *Workload) int64 {
+	switch {
+	case c.Previous == nil:
+		return 0
+	case c.Previous.Replicas != nil:
+		return int64(*c.Previous.Replicas)
+	case w.Replicas != nil:
+		return int64(*w.Replicas)
+	default:
+		return 0
+	}
+}
+
+// State is what every plugin is given: the workload and all candidates.
+// New inputs become fields here, never parameters.
+type State struct {
+	Workload *Workload
+	Clusters []*Cluster
+}
+
+// ScoredCluster is a feasible cluster with its total score.
+type ScoredCluster struct {
+	*Cluster
+	Score int64
+}
