@@ -12,8 +12,8 @@ var memberWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 
 var schedulingSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 	Name:    "fedwarden_scheduling_duration_seconds",
-	Help:    "Time the scheduler took to decide where one federated resource goes.",
-	Buckets: prometheus.ExponentialBuckets(0.00001, 4, 10),
+	Help:    "Time taken to decide where one federated resource goes: reading its ReplicaSchedulingPreference and namespace placement from the cache, and running the scheduler plugins.",
+	Buckets: prometheus.ExponentialBuckets(0.000025, 2, 16),
 })
 
 var schedulingDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{

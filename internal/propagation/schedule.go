@@ -51,6 +51,8 @@ func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
 // schedule decides where fed goes, starting from the decision recorded in
 // its CPV. When no decision can be made, the resource stays where it was.
 func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructured, spec federated, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) (targets, *schedulingv1alpha1.ReplicaSchedulingPreference, error) {
+	start := time.Now()
+	defer func() { schedulingSeconds.Observe(time.Since(start).Seconds()) }()
 	restriction, nsReason, nsMessage, err := r.namespaceRestriction(ctx, fed, clusters)
 	if err != nil {
 		return targets{}, nil, err
@@ -59,12 +61,10 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 	if err != nil {
 		return targets{}, nil, err
 	}
-	start := time.Now()
 	d := r.opts.Scheduler.Schedule(scheduler.Input{
 		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
 		Previous: cpv.Spec.Clusters, Restriction: restriction,
 	})
-	schedulingSeconds.Observe(time.Since(start).Seconds())
 	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage}
 	if d.Failure != nil {
 		// Keep the last decision: nothing already in the clusters is lost.

@@ -35,8 +35,8 @@
 //     the member later needs `fedwarden join` again;
 //   - get, list, watch and create on namespaces: a propagated object's
 //     namespace is created when it is missing;
-//   - get, list and watch on nodes and resourcequotas: the scheduler reads
-//     the member's capacity;
+//   - get, list and watch on nodes, pods and resourcequotas: the scheduler reads
+//     the member's capacity (free room on Ready Nodes, quotas);
 //   - get on the non-resource URLs /readyz, /healthz, /livez and /version:
 //     the health probe.
 //

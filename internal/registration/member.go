@@ -76,7 +76,8 @@ func Rules(resources []Resource) []rbacv1.PolicyRule {
 	rules := writeRules(resources)
 	rules = append(rules,
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
-		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes", "resourcequotas"}, Verbs: []string{"get", "list", "watch"}},
+		// What the scheduler's Capacity plugin reads to measure free room.
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "resourcequotas"}, Verbs: []string{"get", "list", "watch"}},
 		probe,
 	)
 	return rules

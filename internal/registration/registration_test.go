@@ -184,7 +184,7 @@ func TestRules(t *testing.T) {
 			{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets"}, Verbs: writeVerbs},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: writeVerbs},
 			{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create"}},
-			{APIGroups: []string{""}, Resources: []string{"nodes", "resourcequotas"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"nodes", "pods", "resourcequotas"}, Verbs: []string{"get", "list", "watch"}},
 			probe,
 		}},
 	}

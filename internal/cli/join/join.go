@@ -57,7 +57,7 @@ fedwarden-NAME-token, and a ClusterRole and ClusterRoleBinding
 fedwarden:member:NAME that grant it the rights propagation needs: get, list,
 watch, create, update, patch and delete on every top-level resource the member
 serves when it joins (no subresources: no exec, proxy or token minting), or only
-on those of --resources (plus reading nodes and resourcequotas and creating
+on those of --resources (plus reading nodes, pods and resourcequotas and creating
 namespaces), and reading /readyz, /healthz, /livez and /version. Run join again
 after installing a new kind in the member. Nothing is bound to
 cluster-admin. Propagating RBAC objects that grant or bind rights the host

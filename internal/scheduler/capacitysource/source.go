@@ -49,7 +49,8 @@ func New(clusters *clustercache.Cache, opts Options) *Source {
 }
 
 // Capacity is the cluster's free room for pods of namespace; nil while the
-// cluster is not connected or its informers have not synced. The first
+// cluster is not connected or its informers have not synced. Free is nil
+// when the cluster has no Node objects. The first
 // call for a cluster, or for a member whose clients were rebuilt, starts
 // the informers in the background.
 func (s *Source) Capacity(cluster, namespace string) *framework.Capacity {
@@ -61,7 +62,14 @@ func (s *Source) Capacity(cluster, namespace string) *framework.Capacity {
 	if err != nil {
 		return nil
 	}
-	return &framework.Capacity{Free: w.free(), QuotaFree: quotaFree(quotas)}
+	c := &framework.Capacity{QuotaFree: quotaFree(quotas)}
+	if len(w.nodes.GetStore().ListKeys()) > 0 {
+		// A cluster that shows no Node at all (a bare API server, or
+		// Nodes run by a provider out of sight) is not measured by its
+		// Nodes; its quotas still count.
+		c.Free = w.free()
+	}
+	return c
 }
 
 // Forget stops watching the cluster; a later Capacity starts again.
