@@ -18,7 +18,7 @@ var schedulingSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{
 
 var schedulingDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "fedwarden_scheduling_decisions_total",
-	Help: "Scheduling decisions that changed where a resource goes (reason Scheduled), or that could not be made (Unschedulable).",
+	Help: "Scheduling outcomes that changed a resource's Scheduled condition: a new decision (reason Scheduled), or a new reason why none could be made (Unschedulable).",
 }, []string{"reason"})
 
 func init() {

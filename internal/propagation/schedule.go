@@ -6,8 +6,9 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,8 +29,6 @@ type targets struct {
 	names    []string
 	replicas map[string]int32
 	decision framework.Decision
-	// changed tells whether the decision differs from the CPV's.
-	changed bool
 	// namespaceReason and namespaceMessage are set when the resource's
 	// namespace keeps it from every cluster.
 	namespaceReason, namespaceMessage string
@@ -82,7 +81,6 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 			t.replicas[p.Name] = *p.Replicas
 		}
 	}
-	t.changed = !equality.Semantic.DeepEqual(normalized(cpv.Spec.Clusters), normalized(t.placedClusters()))
 	return t, rsp, nil
 }
 
@@ -158,22 +156,24 @@ func scheduledCondition(t targets) (bool, string, string) {
 	return true, typesv1beta1.ReasonScheduled, t.decision.Explain(maxExplanation)
 }
 
-// recordDecision emits an Event on fed when the decision changed, or when
-// no decision could be made.
+// recordDecision emits an Event on fed when its Scheduled condition is
+// about to change: a new decision, or a new reason why none can be made.
+// A decision that comes out the same records nothing.
 func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
-	if r.recorder == nil {
-		return
-	}
 	ok, reason, msg := scheduledCondition(t)
-	switch {
-	case !ok:
-		r.recorder.Eventf(fed, nil, "Warning", reason, "Schedule", "%s", msg)
-	case t.changed:
-		r.recorder.Eventf(fed, nil, "Normal", reason, "Schedule", "%s", msg)
-	default:
+	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
+	if old != nil && old.Reason == reason && old.Message == msg {
 		return
 	}
 	schedulingDecisions.WithLabelValues(reason).Inc()
+	if r.recorder == nil {
+		return
+	}
+	eventType := "Normal"
+	if !ok {
+		eventType = "Warning"
+	}
+	r.recorder.Eventf(fed, nil, eventType, reason, "Schedule", "%s", msg)
 }
 
 // writePreferenceStatus sets the RSP's Scheduled condition.
