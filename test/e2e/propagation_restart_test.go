@@ -67,15 +67,22 @@ func startRestartBed(t *testing.T) *restartBed {
 			t.Fatalf("joining %s failed:\n%s", m.Name, r)
 		}
 	}
-	createObject(t, bed.host, decode(t, deploymentsTypeConfig))
+	enableDeploymentsIn(t, bed.host)
+	return bed
+}
+
+// enableDeploymentsIn creates the FederatedTypeConfig of Deployments in a
+// bed of its own and waits until its propagation controller runs.
+func enableDeploymentsIn(t *testing.T, host client.Client) {
+	t.Helper()
+	createObject(t, host, decode(t, deploymentsTypeConfig))
 	eventually(t, 30*time.Second, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := bed.host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
+		if err := host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
 			return false, err.Error()
 		}
 		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
 	})
-	return bed
 }
 
 // startControllerManager starts a controller-manager on the bed, stopped

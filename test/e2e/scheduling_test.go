@@ -87,14 +87,7 @@ func startSchedBed(t *testing.T) *schedBed {
 			t.Fatalf("joining %s failed:\n%s", m.name, r)
 		}
 	}
-	createObject(t, bed.host, decode(t, deploymentsTypeConfig))
-	eventually(t, 30*time.Second, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := bed.host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
-			return false, err.Error()
-		}
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
+	enableDeploymentsIn(t, bed.host)
 	return bed
 }
 
