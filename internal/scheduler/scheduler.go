@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -33,10 +34,11 @@ func Registry() *framework.Registry {
 	return r
 }
 
-// CapacitySource tells a cluster's free room for a namespace; nil when it is
-// not known (yet).
+// CapacitySource tells a cluster's free room for pods of namespace, the
+// room held by the pods that own selects there counting as free; nil when
+// it is not known (yet).
 type CapacitySource interface {
-	Capacity(cluster, namespace string) *framework.Capacity
+	Capacity(cluster, namespace string, own labels.Selector) *framework.Capacity
 }
 
 // Scheduler turns host objects into a framework.State and decides.
@@ -124,7 +126,7 @@ func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Clu
 		c := clusterOf(fc)
 		c.Previous = previous[fc.Name]
 		if measure {
-			c.Capacity = s.capacity.Capacity(fc.Name, w.Namespace)
+			c.Capacity = s.capacity.Capacity(fc.Name, w.Namespace, w.PodSelector)
 		}
 		seen[fc.Name] = true
 		out = append(out, c)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -72,7 +73,9 @@ func readyCluster(name, region string) corev1beta1.FederatedCluster {
 // capacities is a CapacitySource from a map.
 type capacities map[string]*framework.Capacity
 
-func (c capacities) Capacity(cluster, _ string) *framework.Capacity { return c[cluster] }
+func (c capacities) Capacity(cluster, _ string, _ labels.Selector) *framework.Capacity {
+	return c[cluster]
+}
 
 func TestSchedule(t *testing.T) {
 	t.Parallel()

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -27,7 +29,26 @@ func workloadOf(in Input) *framework.Workload {
 		w.Replicas = &one
 	}
 	w.PodRequests = podRequests(fed)
+	w.PodSelector = podSelector(fed)
 	return w
+}
+
+// podSelector reads the template's spec.selector; nil when it has none or
+// it is not valid (the member's API server says so when it is written).
+func podSelector(fed *unstructured.Unstructured) labels.Selector {
+	raw, found, err := unstructured.NestedMap(fed.Object, "spec", "template", "spec", "selector")
+	if err != nil || !found {
+		return nil
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+		return nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil || sel.Empty() {
+		return nil
+	}
+	return sel
 }
 
 // replicasOf reads spec.template.spec.replicas, an integer however it was

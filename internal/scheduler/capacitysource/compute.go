@@ -209,10 +209,13 @@ func trimNode(n *corev1.Node) *corev1.Node {
 	return out
 }
 
-// trimPod keeps the node, the phase and the requests.
+// trimPod keeps the labels (to find a workload's own pods), the node, the
+// phase and the requests.
 func trimPod(p *corev1.Pod) *corev1.Pod {
+	meta := trimMeta(p.ObjectMeta)
+	meta.Labels = p.Labels
 	out := &corev1.Pod{
-		ObjectMeta: trimMeta(p.ObjectMeta),
+		ObjectMeta: meta,
 		Spec:       corev1.PodSpec{NodeName: p.Spec.NodeName, Overhead: p.Spec.Overhead},
 		Status:     corev1.PodStatus{Phase: p.Status.Phase},
 	}

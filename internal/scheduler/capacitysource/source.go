@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -53,7 +54,7 @@ func New(clusters *clustercache.Cache, opts Options) *Source {
 // when the cluster has no Node objects. The first
 // call for a cluster, or for a member whose clients were rebuilt, starts
 // the informers in the background.
-func (s *Source) Capacity(cluster, namespace string) *framework.Capacity {
+func (s *Source) Capacity(cluster, namespace string, own labels.Selector) *framework.Capacity {
 	w := s.watch(cluster)
 	if w == nil || !w.synced.Load() {
 		return nil
@@ -69,7 +70,44 @@ func (s *Source) Capacity(cluster, namespace string) *framework.Capacity {
 		// Nodes; its quotas still count.
 		c.Free = w.free()
 	}
+	if held := w.held(namespace, own); len(held) > 0 {
+		addHeld(c.Free, held)
+		addHeld(c.QuotaFree, held)
+	}
 	return c
+}
+
+// held sums the requests of the pods of namespace that own selects, bound
+// to a Ready, schedulable node and not finished: the room the workload's
+// own pods hold, which free() subtracted.
+func (w *watch) held(namespace string, own labels.Selector) corev1.ResourceList {
+	if own == nil || own.Empty() {
+		return nil
+	}
+	objs, err := w.pods.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
+	if err != nil {
+		return nil
+	}
+	sum := corev1.ResourceList{}
+	for _, p := range listOf[*corev1.Pod](objs) {
+		if finished(p) || !own.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if node, ok, _ := w.nodes.GetStore().GetByKey(p.Spec.NodeName); ok && schedulable(node.(*corev1.Node)) {
+			add(sum, podRequests(p), 1)
+		}
+	}
+	return sum
+}
+
+// addHeld adds the held room to the resources room already counts.
+func addHeld(room, held corev1.ResourceList) {
+	for name, q := range room {
+		if h, ok := held[name]; ok {
+			q.Add(h)
+			room[name] = q
+		}
+	}
 }
 
 // Forget stops watching the cluster; a later Capacity starts again.

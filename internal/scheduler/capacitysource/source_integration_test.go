@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -58,22 +59,30 @@ func TestCapacity(t *testing.T) {
 	})
 	t.Cleanup(func() { src.Forget(member) })
 
-	if c := src.Capacity("member-2", namespace); c != nil {
+	if c := src.Capacity("member-2", namespace, nil); c != nil {
 		t.Errorf("capacity of a cluster not connected = %v, want nil", c)
 	}
 	want := framework.Capacity{
 		Free:      list("cpu", "5", "memory", "11Gi", "pods", "219"),
 		QuotaFree: list("cpu", "7", "pods", "3"),
 	}
-	eventually(t, func() error { return check(src.Capacity(member, namespace), want) })
+	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
 	waitForChange(t, changes, "once synced")
+	// For the workload that owns the pod, the room it holds is free.
+	own := labels.SelectorFromSet(labels.Set{"app": "web"})
+	if err := check(src.Capacity(member, namespace, own), framework.Capacity{
+		Free:      list("cpu", "6", "memory", "12Gi", "pods", "220"),
+		QuotaFree: list("cpu", "8", "pods", "4"),
+	}); err != nil {
+		t.Errorf("capacity for the pod's own workload: %v", err)
+	}
 
 	drain(changes)
 	cordon(ctx, t, kube, "node-b")
 	want.Free = list("cpu", "3", "memory", "7Gi", "pods", "109")
-	eventually(t, func() error { return check(src.Capacity(member, namespace), want) })
+	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
 	waitForChange(t, changes, "after a node is cordoned")
-	if err := check(src.Capacity(member, "other"), framework.Capacity{Free: want.Free}); err != nil {
+	if err := check(src.Capacity(member, "other", nil), framework.Capacity{Free: want.Free}); err != nil {
 		t.Errorf("namespace without quota: %v", err)
 	}
 
@@ -83,7 +92,7 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Free = list("cpu", "4", "memory", "8Gi", "pods", "110")
-	eventually(t, func() error { return check(src.Capacity(member, namespace), want) })
+	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
 }
 
 // populate creates the nodes, the pod and the quota.
@@ -97,7 +106,7 @@ func populate(ctx context.Context, t *testing.T, kube kubernetes.Interface) {
 	// The pod comes before the quota, so that quota admission leaves the
 	// quota's usage to the test.
 	must(t, create(ctx, kube.CoreV1().Pods(namespace), &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: map[string]string{"app": "web"}},
 		Spec: corev1.PodSpec{
 			NodeName:   "node-a",
 			Containers: []corev1.Container{{Name: "web", Image: "nginx", Resources: corev1.ResourceRequirements{Requests: list("cpu", "1", "memory", "1Gi")}}},

@@ -11,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// Capacity is a cluster's free room for a workload in one namespace.
+// Capacity is a cluster's free room for a workload in one namespace. The
+// room the workload's own pods hold there counts as free: it is theirs
+// whatever is decided, so a cluster the workload already fills is never
+// found too small for it.
 type Capacity struct {
 	// Free is allocatable minus the requests of the pods bound there, summed
 	// over the Ready, schedulable Nodes; keys are resource names (cpu,

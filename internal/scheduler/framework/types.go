@@ -2,6 +2,7 @@ package framework
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -18,6 +19,9 @@ type Workload struct {
 	// PodRequests are the resource requests of one pod of the template;
 	// empty when the template has no pods or requests nothing.
 	PodRequests corev1.ResourceList
+	// PodSelector selects the workload's own pods in a member (the
+	// template's spec.selector); nil when it has none.
+	PodSelector labels.Selector
 	// Preference divides the replicas, when a ReplicaSchedulingPreference
 	// targets the resource.
 	Preference *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec

@@ -24,31 +24,28 @@ func New() framework.Plugin { return &Plugin{} }
 // Name returns the plugin's name.
 func (*Plugin) Name() string { return Name }
 
-// Filter rules out a cluster that lacks the room for the workload's new
-// pods. With a ReplicaSchedulingPreference, which divides the replicas by
-// capacity itself, a cluster not yet scheduled needs room for one pod;
-// otherwise a cluster needs room for the replicas it does not run already.
+// Filter rules out a cluster that lacks the room for the workload's pods
+// (see podsNeeded).
 func (*Plugin) Filter(s *framework.State, c *framework.Cluster) framework.Result {
 	w := s.Workload
 	if c.Capacity == nil || (w.Replicas == nil && w.Preference == nil) {
 		return framework.OK()
 	}
-	if ok, short := c.Capacity.Fit(w.PodRequests, newPods(w, c)); !ok {
+	if ok, short := c.Capacity.Fit(w.PodRequests, podsNeeded(w)); !ok {
 		return framework.RuleOut("%s", short)
 	}
 	return framework.OK()
 }
 
-// newPods is how many pods the cluster must find room for.
-func newPods(w *framework.Workload, c *framework.Cluster) int64 {
-	switch {
-	case w.Preference != nil && c.Scheduled():
-		return 0
-	case w.Preference != nil:
+// podsNeeded is how many pods the cluster must find room for: with a
+// ReplicaSchedulingPreference, which divides the replicas by capacity
+// itself, one; otherwise the template's replicas. The room the workload's
+// own pods hold there already counts as free (see framework.Capacity).
+func podsNeeded(w *framework.Workload) int64 {
+	if w.Preference != nil {
 		return 1
-	default:
-		return int64(*w.Replicas) - c.PreviousReplicas(w)
 	}
+	return int64(*w.Replicas)
 }
 
 // Score ranks a cluster by how many more pods of the workload fit there,

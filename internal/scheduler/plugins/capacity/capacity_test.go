@@ -53,18 +53,14 @@ func TestFilter(t *testing.T) {
 		{"quota short", framework.Workload{Replicas: new(int32(1)), PodRequests: perPod},
 			framework.Cluster{Capacity: &framework.Capacity{Free: list("cpu", "8", "pods", "10"), QuotaFree: list("pods", "0")}},
 			"needs 1 pod, none left in the namespace's ResourceQuota"},
-		{"previous replicas hold their room", framework.Workload{Replicas: new(int32(6)), PodRequests: perPod},
-			framework.Cluster{Previous: &framework.Previous{Replicas: new(int32(4))}, Capacity: free("cpu", "2")}, ""},
-		{"template replicas held", framework.Workload{Replicas: new(int32(6)), PodRequests: perPod},
-			framework.Cluster{Previous: &framework.Previous{}, Capacity: free("cpu", "0")}, ""},
-		{"scale up beyond room", framework.Workload{Replicas: new(int32(6)), PodRequests: perPod},
-			framework.Cluster{Previous: &framework.Previous{Replicas: new(int32(2))}, Capacity: free("cpu", "3")}, "needs 4 cpu, 3 free"},
+		{"a previous decision does not make room", framework.Workload{Replicas: new(int32(6)), PodRequests: perPod},
+			framework.Cluster{Previous: &framework.Previous{Replicas: new(int32(6))}, Capacity: free("cpu", "2")}, "needs 6 cpu, 2 free"},
 		{"preference, one pod fits", framework.Workload{Preference: pref, PodRequests: perPod},
 			framework.Cluster{Capacity: free("cpu", "1", "memory", "512Mi")}, ""},
 		{"preference, no pod fits", framework.Workload{Preference: pref, Replicas: new(int32(10)), PodRequests: perPod},
 			framework.Cluster{Capacity: free("cpu", "500m")}, "needs 1 cpu, 0.5 free"},
-		{"preference, already scheduled", framework.Workload{Preference: pref, PodRequests: perPod},
-			framework.Cluster{Previous: &framework.Previous{Replicas: new(int32(3))}, Capacity: free("cpu", "0")}, ""},
+		{"preference, already scheduled and full", framework.Workload{Preference: pref, PodRequests: perPod},
+			framework.Cluster{Previous: &framework.Previous{Replicas: new(int32(3))}, Capacity: free("cpu", "0")}, "needs 1 cpu, none free"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -83,7 +83,7 @@ func targets(w *framework.Workload, selected []framework.ScoredCluster) []target
 		if ok {
 			t.weight, t.min = max(p.Weight, 0), max(p.MinReplicas, 0)
 		}
-		t.bound, t.limit = upperBound(w, c.Cluster, t.prev, p, ok)
+		t.bound, t.limit = upperBound(w, c.Cluster, p, ok)
 		ts = append(ts, t)
 	}
 	slices.SortFunc(ts, func(a, b target) int { return cmp.Compare(a.name, b.name) })
@@ -104,9 +104,9 @@ func preferences(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, name 
 }
 
 // upperBound is the most replicas c may run, and what sets that: its
-// maxReplicas, or its free capacity plus the replicas it already runs
-// (they already have their room).
-func upperBound(w *framework.Workload, c *framework.Cluster, prev int64, p schedulingv1alpha1.ClusterPreferences, ok bool) (int64, string) {
+// maxReplicas, or its free capacity (which counts the room the workload's
+// own pods hold there).
+func upperBound(w *framework.Workload, c *framework.Cluster, p schedulingv1alpha1.ClusterPreferences, ok bool) (int64, string) {
 	if !ok {
 		return 0, "not in spec.clusters"
 	}
@@ -118,11 +118,7 @@ func upperBound(w *framework.Workload, c *framework.Cluster, prev int64, p sched
 	if c.Capacity == nil {
 		return bound, limit
 	}
-	more := c.Capacity.MaxPods(w.PodRequests)
-	room := int64(math.MaxInt64)
-	if more < math.MaxInt64-prev {
-		room = prev + more
-	}
+	room := c.Capacity.MaxPods(w.PodRequests)
 	if room < bound {
 		return room, fmt.Sprintf("capacity is %d replicas", room)
 	}

@@ -144,11 +144,11 @@ func TestAssign(t *testing.T) {
 			want:     map[string]int32{"a": 2, "b": 4},
 		},
 		{
-			name:     "replicas already running count as fitting",
+			name:     "the measured room caps a cluster, whatever it ran before",
 			spec:     spec(10, true, nil),
 			podCPU:   "500m",
-			clusters: []framework.ScoredCluster{cluster("a", running(2), freeCPU("1")), cluster("b", running(2))},
-			want:     map[string]int32{"a": 4, "b": 6},
+			clusters: []framework.ScoredCluster{cluster("a", running(4), freeCPU("1")), cluster("b", running(2))},
+			want:     map[string]int32{"a": 2, "b": 8},
 		},
 		{
 			name:   "a capacity that does not limit the pods' requests is unlimited",
@@ -231,7 +231,7 @@ func TestAssign(t *testing.T) {
 			name:     "without rebalance replicas that fit nowhere are left out with a note",
 			spec:     spec(10, false, nil),
 			podCPU:   "1",
-			clusters: []framework.ScoredCluster{cluster("a", running(2), freeCPU("1")), cluster("b", freeCPU("4"))},
+			clusters: []framework.ScoredCluster{cluster("a", running(2), freeCPU("3")), cluster("b", freeCPU("4"))},
 			want:     map[string]int32{"a": 3, "b": 4},
 			wantNote: "3 of 10 replicas fit in no cluster: no Ready cluster can take more: a (capacity is 3 replicas), b (capacity is 4 replicas)",
 		},
