@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -30,6 +31,7 @@ import (
 	runtimeconv "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
@@ -418,9 +420,10 @@ func (bd *bed) scheduleAll(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("load average after: %s", loadAverage())
+	b.Logf("load average after: %s; propagation queue depth %s", loadAverage(), bd.queueDepth(b))
 	writes := bd.memberApplies(b)
 	time.Sleep(30 * time.Second)
+	b.Logf("30 s later: propagation queue depth %s", bd.queueDepth(b))
 	later, err := scrapeHistogram(ctx, bd.cm.MetricsURL, schedulingHistogram)
 	if err != nil {
 		b.Fatal(err)
@@ -446,6 +449,19 @@ func (bd *bed) memberApplies(b *testing.B) float64 {
 		b.Fatal(err)
 	}
 	return writes
+}
+
+// queueDepth is the number of resources waiting in the propagation queue
+// of Deployments.
+func (bd *bed) queueDepth(b *testing.B) string {
+	v, found, err := bd.cm.Sum(context.Background(), "workqueue_depth", `name="propagation-deployments.apps"`)
+	switch {
+	case err != nil:
+		b.Fatal(err)
+	case !found:
+		return "unknown"
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // loadAverage is the first three fields of /proc/loadavg: the machine is
@@ -515,6 +531,7 @@ func startBed(b *testing.B, servers int) *bed {
 
 func newClient(b *testing.B, cfg *rest.Config) client.Client {
 	b.Helper()
+	ctrllog.SetLogger(logr.Discard())
 	c := rest.CopyConfig(cfg)
 	c.QPS, c.Burst = 5000, 10000 // the benchmark paces itself
 	cl, err := client.New(c, client.Options{})

@@ -92,6 +92,9 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	}
 	hash := contentHash(desired.Object)
 	existing, conflict, err := r.existingCopy(ctx, member, fed, desired)
+	if err == nil && existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && r.written.lagging(name, existing, hash) {
+		existing, err = r.liveCopy(ctx, member, existing)
+	}
 	switch {
 	case err != nil:
 		return unreachable(name, err.Error())
@@ -115,6 +118,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	desired.SetAnnotations(annotations)
 	applied, err := r.apply(ctx, member, desired)
 	if err == nil {
+		r.written.record(name, applied, hash)
 		res := inSync(name, applied)
 		res.written = true
 		return res
@@ -156,6 +160,19 @@ func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Memb
 	}
 	return nil, fmt.Sprintf("cluster %s already has %s %s, which Fedwarden does not manage; annotate the %s with %s: %s to take it over",
 		member.Name, r.typ.Target.Kind, key, r.typ.Federated.Kind, typesv1beta1.AnnotationConflictResolution, typesv1beta1.ConflictResolutionAdopt), nil
+}
+
+// liveCopy reads cached's object from the member, for a copy the informer
+// has not caught up with; nil when it is gone.
+func (r *Reconciler) liveCopy(ctx context.Context, member *clustercache.Member, cached *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live, err := r.resource(member, cached.GetNamespace()).Get(ctx, cached.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.typ.Target.Kind, cached.GetName(), member.Name, err)
+	}
+	return live, nil
 }
 
 // mayAdopt tells whether fed may take over the unmanaged member object got.
@@ -270,6 +287,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		u = got
 	}
 	uid := u.GetUID()
+	r.written.forget(name, u)
 	err = r.resource(member, namespace).Delete(ctx, fed.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	memberWrites.WithLabelValues(member.Name, "delete").Inc()
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {

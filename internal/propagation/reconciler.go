@@ -37,6 +37,7 @@ type Reconciler struct {
 	notifier   NamespaceNotifier
 	opts       Options
 	recorder   recorder.EventRecorder
+	written    lastWrites
 	now        func() time.Time
 	stopped    <-chan struct{} // closed when the controller has stopped
 }
