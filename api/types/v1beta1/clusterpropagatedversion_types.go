@@ -123,6 +123,10 @@ type ClusterVersion struct {
 	// DriftedSince is when the member left InSync.
 	// +optional
 	DriftedSince *metav1.Time `json:"driftedSince,omitempty"`
+
+	// Remediation in effect for this cluster: Enforce or Alert.
+	// +optional
+	Remediation Remediation `json:"remediation,omitempty"`
 }
 
 // ClusterPropagatedVersionStatus is the control plane's version and each
@@ -154,6 +158,12 @@ type ClusterPropagatedVersionStatus struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	ClusterVersions []ClusterVersion `json:"clusterVersions,omitempty"`
+
+	// Resync is the value of the federated resource's kubefed.io/resync
+	// annotation last acted on.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Resync string `json:"resync,omitempty"`
 
 	// ClusterCount counts the clusters in spec.clusters.
 	// +kubebuilder:validation:Minimum=0

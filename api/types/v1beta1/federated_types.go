@@ -181,6 +181,63 @@ type Override struct {
 	Value *apiextensionsv1.JSON `json:"value,omitempty"`
 }
 
+// Remediation is what Fedwarden does when a member's copy drifts out of
+// band.
+// +kubebuilder:validation:Enum=Enforce;Alert
+type Remediation string
+
+const (
+	// RemediationEnforce re-applies the desired object at once.
+	RemediationEnforce Remediation = "Enforce"
+	// RemediationAlert leaves the member's copy alone and reports the drift.
+	RemediationAlert Remediation = "Alert"
+)
+
+// JSONPointer points into a member object, for example
+// /spec/template/spec/containers/0/image; it covers everything under it.
+// +kubebuilder:validation:MaxLength=256
+// +kubebuilder:validation:Pattern=`^(/([^~]|~[01])*)+$`
+type JSONPointer string
+
+// DriftPolicy says what Fedwarden does when a member's copy drifts: edited
+// or deleted in the member by someone else. Updates from the control plane
+// (a new template or override version) are always propagated.
+type DriftPolicy struct {
+	// Remediation is Enforce (re-apply at once) or Alert (report only);
+	// empty means the controller's default (--default-remediation).
+	// +optional
+	Remediation Remediation `json:"remediation,omitempty"`
+
+	// IgnorePaths are never treated as drift, in any cluster.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	IgnorePaths []JSONPointer `json:"ignorePaths,omitempty"`
+
+	// Clusters are per-cluster exceptions, each cluster once.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Clusters []ClusterDriftPolicy `json:"clusters,omitempty"`
+}
+
+// ClusterDriftPolicy is the drift policy of one cluster.
+type ClusterDriftPolicy struct {
+	// Name of the cluster.
+	Name ClusterName `json:"name"`
+
+	// Remediation in this cluster; empty means the resource's.
+	// +optional
+	Remediation Remediation `json:"remediation,omitempty"`
+
+	// IgnorePaths in this cluster, besides the resource's.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	IgnorePaths []JSONPointer `json:"ignorePaths,omitempty"`
+}
+
 // FederatedStatus is the propagation status every Federated<Kind> reports.
 type FederatedStatus struct {
 	// ObservedGeneration is the generation the status describes.
@@ -197,6 +254,11 @@ type FederatedStatus struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	ClusterCount *int32 `json:"clusterCount,omitempty"`
+
+	// DriftedClusters counts the clusters whose copy is not InSync.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
 
 	// Clusters the resource is placed on, with how propagation went there.
 	// +listType=map
@@ -258,6 +320,11 @@ const (
 	// ReasonDeletionPending: the resource is being deleted and waits for
 	// clusters that cannot be reached to delete its copies there.
 	ReasonDeletionPending = "DeletionPending"
+	// EventDriftDetected: a member's copy drifted; the message names the
+	// cluster, the state and the changed paths.
+	EventDriftDetected = "DriftDetected"
+	// EventDriftResolved: a drifted copy is in sync again.
+	EventDriftResolved = "DriftResolved"
 	// ReasonNamespaceNotFederated: a namespaced resource whose namespace
 	// has no FederatedNamespace (while namespaces are federated) goes to no
 	// cluster, as in KubeFed.
@@ -305,4 +372,8 @@ const (
 	// FinalizerSync is set on federated resources so that their member
 	// copies are deleted with them.
 	FinalizerSync = "kubefed.io/sync-controller"
+	// AnnotationResync on a federated resource: a new value re-applies it
+	// to every cluster it is placed on, even when the versions match
+	// (`fedwarden resync` and Kyverno policies set it).
+	AnnotationResync = "kubefed.io/resync"
 )

@@ -37,6 +37,11 @@ type FederatedDeploymentSpec struct {
 	// exists there (for a HorizontalPodAutoscaler in the member).
 	// +optional
 	RetainReplicas bool `json:"retainReplicas,omitempty"`
+
+	// DriftPolicy says what happens when a member's copy is changed or
+	// deleted by someone else.
+	// +optional
+	DriftPolicy *DriftPolicy `json:"driftPolicy,omitempty"`
 }
 
 // FederatedDeployment places a Deployment on member clusters.
@@ -47,6 +52,7 @@ type FederatedDeploymentSpec struct {
 // +kubebuilder:resource:shortName=fdeploy,categories=fedwarden;federated
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Propagated",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
+// +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FederatedDeployment struct {
 	metav1.TypeMeta   `json:",inline"`
