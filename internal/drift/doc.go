@@ -1,0 +1,12 @@
+// Package drift finds how a member cluster's copy of a federated resource
+// differs from the desired object, and decides what to do about it.
+//
+// Detect compares only the fields another field manager owns in the
+// member's copy (server-side apply's managedFields) and the fields the
+// desired object sets: server defaulting, the member's own controllers'
+// fields and status are never drift, so a copy that was merely defaulted
+// is in sync. It names the changed fields as JSON pointers and the field
+// managers that changed them. Policy resolves a federated resource's
+// drift policy for one cluster. The code is pure, so that the host's push
+// mode and a member's agent classify drift the same way.
+package drift
