@@ -80,15 +80,13 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	if failed != nil {
 		return *failed
 	}
-	desired, err := render(r.typ, fed, spec.overridesFor(name))
+	var replicas *int32
+	if n, ok := in.replicas[name]; ok {
+		replicas = &n
+	}
+	desired, err := Desired(r.typ, fed, name, replicas)
 	if err != nil {
 		return applyFailed(name, err, false)
-	}
-	if n, ok := in.replicas[name]; ok {
-		// The scheduler's division wins over the template and overrides.
-		if err := unstructured.SetNestedField(desired.Object, int64(n), "spec", "replicas"); err != nil {
-			return applyFailed(name, fmt.Errorf("setting spec.replicas: %w", err), false)
-		}
 	}
 	hash := contentHash(desired.Object)
 	existing, conflict, err := r.existingCopy(ctx, member, fed, desired)

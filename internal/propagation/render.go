@@ -54,6 +54,27 @@ func template(obj *unstructured.Unstructured) map[string]any {
 	return t
 }
 
+// Desired returns the copy of fed that cluster should have: the template
+// with the cluster's overrides applied and, when the scheduler divides
+// them, its replicas (which win over both), labelled as managed. The
+// version annotations a write adds are not in it.
+func Desired(typ Type, fed *unstructured.Unstructured, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
+	spec, err := parseSpec(fed)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := render(typ, fed, spec.overridesFor(cluster))
+	if err != nil {
+		return nil, err
+	}
+	if replicas != nil {
+		if err := unstructured.SetNestedField(desired.Object, int64(*replicas), "spec", "replicas"); err != nil {
+			return nil, fmt.Errorf("setting spec.replicas: %w", err)
+		}
+	}
+	return desired, nil
+}
+
 // render returns the member copy of fed for one cluster: the template with
 // the cluster's overrides applied, of the target kind, named after fed and
 // labelled as managed. Only labels and annotations of the template's
