@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
@@ -40,6 +41,13 @@ type Options struct {
 	// Scheduler decides where each resource goes; nil means every plugin,
 	// without member capacity.
 	Scheduler *scheduler.Scheduler
+	// DefaultRemediation applies to resources whose drift policy names
+	// none: Enforce (also when empty) or Alert.
+	DefaultRemediation typesv1beta1.Remediation
+	// ResyncPeriod is how often every resource is synced again even when
+	// nothing signalled a change (0: never); a resync with nothing drifted
+	// writes nothing.
+	ResyncPeriod time.Duration
 }
 
 // Namespaces tells a namespaced type's controller whether namespaces are
@@ -79,7 +87,7 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
 	r := &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clusters: clusters, namespaces: namespaces, notifier: notifier,
-		opts: opts, now: time.Now, recorder: mgr.GetEventRecorder("fedwarden-scheduler"),
+		opts: opts, now: time.Now, recorder: mgr.GetEventRecorder("fedwarden-propagation"), drifted: newDriftGauge(typ.Federated.Kind),
 	}
 	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
 	r.stopped = c.stopped

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/drift"
 )
 
 // FieldManager is the field manager of every member write.
@@ -35,6 +37,12 @@ type clusterResult struct {
 	retry bool
 	// listFailed: the member's copies of the kind could not be listed.
 	listFailed bool
+	// changes are the fields changed out of band, for ModifiedOutOfBand.
+	changes []drift.Change
+	// remediation is the cluster's drift policy in effect.
+	remediation typesv1beta1.Remediation
+	// healed is the drift this sync found and re-applied over.
+	healed finding
 }
 
 func unreachable(name, message string) clusterResult {
@@ -73,9 +81,9 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 }
 
 // syncCluster makes the member copy of fed in one cluster current, writing
-// only when its content differs from what was last written.
+// only when its content differs from what was last written, or when it
+// drifted and the cluster's policy enforces.
 func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
-	fed, spec, v := in.fed, in.spec, in.v
 	member, failed := r.reach(name, fc)
 	if failed != nil {
 		return *failed
@@ -84,12 +92,12 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	if n, ok := in.replicas[name]; ok {
 		replicas = &n
 	}
-	desired, err := Desired(r.typ, fed, name, replicas)
+	desired, err := Desired(r.typ, in.fed, name, replicas)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}
 	hash := contentHash(desired.Object)
-	existing, conflict, err := r.existingCopy(ctx, member, fed, desired)
+	existing, conflict, err := r.existingCopy(ctx, member, in.fed, desired)
 	if err == nil && existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && r.written.lagging(name, existing, hash) {
 		existing, err = r.liveCopy(ctx, member, existing)
 	}
@@ -98,10 +106,37 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 		return unreachable(name, err.Error())
 	case conflict != "":
 		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: conflict}
-	case existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true":
-		return inSync(name, existing)
 	}
-	if spec.RetainReplicas && existing != nil {
+	policy := r.policyFor(in.spec, name)
+	f, err := r.classify(in, name, desired, existing, hash, policy)
+	if err != nil {
+		return applyFailed(name, err, false)
+	}
+	current := existing != nil && f.state == "" && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
+	switch {
+	case in.force:
+	case current:
+		res := inSync(name, existing)
+		res.remediation = policy.Remediation
+		return res
+	case f.outOfBand() && !policy.Enforced():
+		return reported(name, f, existing, policy)
+	}
+	res := r.write(ctx, member, in, desired, existing, hash)
+	res.remediation = policy.Remediation
+	if res.written && f.state != "" {
+		res.healed = f
+		if !f.seenAt.IsZero() {
+			driftRemediationSeconds.Observe(time.Since(f.seenAt).Seconds())
+		}
+	}
+	return res
+}
+
+// write applies desired, stamped with the versions and its hash, keeping
+// the member's replicas when the resource retains them.
+func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
+	if in.spec.RetainReplicas && existing != nil {
 		if replicas, found, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); found {
 			_ = unstructured.SetNestedField(desired.Object, replicas, "spec", "replicas")
 		}
@@ -110,22 +145,20 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[typesv1beta1.AnnotationTemplateVersion] = string(v.template)
-	annotations[typesv1beta1.AnnotationOverrideVersion] = string(v.override)
+	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.template)
+	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.override)
 	annotations[typesv1beta1.AnnotationDesiredHash] = hash
 	desired.SetAnnotations(annotations)
 	applied, err := r.apply(ctx, member, desired)
-	if err == nil {
-		r.written.record(name, applied, hash)
-		res := inSync(name, applied)
-		res.written = true
-		return res
-	}
-	{
+	if err != nil {
 		// An invalid object stays invalid until the resource changes; a refusal
 		// (RBAC) may be lifted by joining again: that is worth retrying.
-		return applyFailed(name, err, !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err))
+		return applyFailed(member.Name, err, !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err))
 	}
+	r.written.record(member.Name, applied, hash)
+	res := inSync(member.Name, applied)
+	res.written = true
+	return res
 }
 
 // existingCopy returns the member's object of desired's name: the managed

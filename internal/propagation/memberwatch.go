@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	toolscache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -25,6 +24,10 @@ type memberWatches struct {
 	typ       Type
 	enqueue   func(reconcile.Request)
 	syncLimit time.Duration
+	// changedAt holds, per member copy (cluster/namespace/name), when an
+	// update or deletion of it was last seen: drift detection and
+	// remediation are timed from there.
+	changedAt sync.Map
 
 	mu        sync.Mutex
 	byCluster map[string]*memberWatch
@@ -94,10 +97,7 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	}
 	gi := member.Managed.ForResource(w.typ.TargetResource)
 	inf := gi.Informer()
-	// Managed fields are most of a copy's size and propagation does not
-	// read them. Setting the transform fails once the informer runs, for
-	// another member object of the same kind: then it is already set.
-	_ = inf.SetTransform(toolscache.TransformStripManagedFields())
+	// Managed fields are kept: drift detection reads who owns which field.
 	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
 	// Like the transform, this is set once per member informer.
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.lastErr.Store(err) })
@@ -105,10 +105,14 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 		AddFunc: w.onEvent,
 		UpdateFunc: func(old, obj any) {
 			if w.matters(old, obj) {
+				w.noteChange(member.Name, obj)
 				w.onEvent(obj)
 			}
 		},
-		DeleteFunc: w.onEvent,
+		DeleteFunc: func(obj any) {
+			w.noteChange(member.Name, obj)
+			w.onEvent(obj)
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("watching %s in cluster %s: %w", w.typ.TargetResource.Resource, member.Name, err)
@@ -121,6 +125,32 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 
 // onEvent enqueues the federated resource of a member copy.
 func (w *memberWatches) onEvent(obj any) {
+	if m, ok := named(obj); ok {
+		w.enqueue(reconcile.Request{NamespacedName: w.typ.federatedKey(m.GetNamespace(), m.GetName())})
+	}
+}
+
+// noteChange records when an update or deletion of a member copy was seen.
+func (w *memberWatches) noteChange(cluster string, obj any) {
+	if m, ok := named(obj); ok {
+		w.changedAt.Store(cluster+"/"+m.GetNamespace()+"/"+m.GetName(), time.Now())
+	}
+}
+
+// takeChange returns, and forgets, when a change of the copy of
+// namespace/name in cluster was seen.
+func (w *memberWatches) takeChange(cluster, namespace, name string) (time.Time, bool) {
+	v, ok := w.changedAt.LoadAndDelete(cluster + "/" + namespace + "/" + name)
+	if !ok {
+		return time.Time{}, false
+	}
+	return v.(time.Time), true
+}
+
+func named(obj any) (interface {
+	GetNamespace() string
+	GetName() string
+}, bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -128,15 +158,13 @@ func (w *memberWatches) onEvent(obj any) {
 		GetNamespace() string
 		GetName() string
 	})
-	if !ok {
-		return
-	}
-	w.enqueue(reconcile.Request{NamespacedName: w.typ.federatedKey(m.GetNamespace(), m.GetName())})
+	return m, ok
 }
 
 // matters tells whether an update of a member copy may call for a sync:
 // a change of its spec (generation), labels or annotations, or of its
-// status when the type collects status. The member's own controllers update
+// status when the type collects status; for kinds without a generation
+// (ConfigMaps, Secrets…), any change. The member's own controllers update
 // the status of copies often; without collection that changes nothing.
 func (w *memberWatches) matters(old, obj any) bool {
 	if w.typ.CollectStatus {
@@ -144,7 +172,7 @@ func (w *memberWatches) matters(old, obj any) bool {
 	}
 	o, ok1 := old.(metav1.Object)
 	n, ok2 := obj.(metav1.Object)
-	if !ok1 || !ok2 {
+	if !ok1 || !ok2 || n.GetGeneration() == 0 {
 		return true
 	}
 	return o.GetGeneration() != n.GetGeneration() ||

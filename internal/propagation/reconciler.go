@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ type Reconciler struct {
 	opts       Options
 	recorder   recorder.EventRecorder
 	written    lastWrites
+	drifted    *driftGauge
 	now        func() time.Time
 	stopped    <-chan struct{} // closed when the controller has stopped
 }
@@ -48,6 +50,9 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	fed := r.typ.newFederated()
 	if err := r.client.Get(ctx, req.NamespacedName, fed); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.drifted.forget(req.NamespacedName)
+		}
 		return reconcile.Result{}, ignoreNotFound(err)
 	}
 	if !fed.GetDeletionTimestamp().IsZero() {
@@ -146,8 +151,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	// The members are written before the CPV is created or updated, so that
 	// a new resource reaches them after a single host write (the finalizer);
 	// a CPV that does not exist yet has no versions, and the first are 1.
-	in := &syncInput{fed: fed, spec: spec, replicas: t.replicas}
-	in.v = nextVersions(cpv.Status, contentHash(template(fed)), overridesHash(spec.Overrides, t.replicas))
+	in := newSyncInput(fed, spec, cpv, t)
 	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, in, t.names, set)
 	if err := finalized(); err != nil {
@@ -162,13 +166,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, err
 	}
 	r.recordDecision(fed, t)
+	r.recordDrift(fed, in, results)
+	r.drifted.set(client.ObjectKeyFromObject(fed), results)
 	return r.writeStatuses(ctx, fed, cpv, rsp, in, t, results)
 }
 
 // writeStatuses writes what the sync found in the CPV, the federated
 // resource and its ReplicaSchedulingPreference.
 func (r *Reconciler) writeStatuses(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, in *syncInput, t targets, results []clusterResult) (reconcile.Result, error) {
-	if err := r.writeCPVStatus(ctx, cpv, in.v, len(t.names), results, fed.GetGeneration()); err != nil {
+	if err := r.writeCPVStatus(ctx, cpv, in, len(t.names), results, fed.GetGeneration()); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.writeFederatedStatus(ctx, fed, t, results); err != nil {
@@ -180,7 +186,16 @@ func (r *Reconciler) writeStatuses(ctx context.Context, fed *unstructured.Unstru
 	if slices.ContainsFunc(results, func(res clusterResult) bool { return res.retry }) {
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+}
+
+// jittered spreads periodic resyncs over a tenth of the period, so that
+// resources created together are not all synced again at once; 0 stays 0.
+func jittered(period time.Duration) time.Duration {
+	if period <= 0 {
+		return 0
+	}
+	return period + time.Duration(rand.Int64N(int64(period)/10+1))
 }
 
 // syncInput is what every cluster's sync of one resource shares.
@@ -190,6 +205,23 @@ type syncInput struct {
 	v    versions
 	// replicas are the scheduler's, by cluster, when it divides them.
 	replicas map[string]int32
+	// previous are the CPV's entries before this sync, by cluster.
+	previous map[string]typesv1beta1.ClusterVersion
+	// resync is the kubefed.io/resync annotation; force is set when its
+	// value is new: every placed cluster is written.
+	resync string
+	force  bool
+}
+
+func newSyncInput(fed *unstructured.Unstructured, spec federated, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
+	in := &syncInput{fed: fed, spec: spec, replicas: t.replicas, previous: map[string]typesv1beta1.ClusterVersion{}}
+	in.v = nextVersions(cpv.Status, contentHash(template(fed)), overridesHash(spec.Overrides, t.replicas))
+	for _, cv := range cpv.Status.ClusterVersions {
+		in.previous[string(cv.ClusterName)] = cv
+	}
+	in.resync = fed.GetAnnotations()[typesv1beta1.AnnotationResync]
+	in.force = in.resync != "" && in.resync != cpv.Status.Resync
+	return in
 }
 
 // syncAll syncs the placed clusters in parallel.
@@ -379,8 +411,12 @@ func clusterNames(cs []typesv1beta1.PlacedCluster) []string {
 }
 
 // writeCPVStatus writes the CPV status when it changed.
-func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, v versions, placed int, results []clusterResult, generation int64) error {
-	next := cpvStatus(cpv.Status, v, placed, results, generation, metav1.NewTime(r.now()))
+func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
+	next := cpvStatus(cpv.Status, in.v, placed, results, generation, metav1.NewTime(r.now()))
+	next.Resync = cpv.Status.Resync
+	if in.resync != "" {
+		next.Resync = in.resync
+	}
 	if equality.Semantic.DeepEqual(cpv.Status, next) {
 		return nil
 	}

@@ -20,9 +20,11 @@ type federated struct {
 	Placement      typesv1beta1.Placement         `json:"placement"`
 	Overrides      []typesv1beta1.ClusterOverride `json:"overrides,omitempty"`
 	RetainReplicas bool                           `json:"retainReplicas,omitempty"`
+	DriftPolicy    *typesv1beta1.DriftPolicy      `json:"driftPolicy,omitempty"`
 }
 
-// parseSpec reads placement, overrides and retainReplicas from obj.
+// parseSpec reads placement, overrides, retainReplicas and the drift
+// policy from obj.
 func parseSpec(obj *unstructured.Unstructured) (federated, error) {
 	var f federated
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")

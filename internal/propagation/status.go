@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
 )
 
 // maxListedClusters bounds how many clusters a condition message names.
@@ -61,6 +62,13 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v versi
 		Version:         prev.Version,
 		TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion,
 		ObservedGeneration: prev.ObservedGeneration,
+		Remediation:        res.remediation,
+	}
+	if len(res.changes) > 0 {
+		cv.ChangedPaths, cv.ChangedBy = drift.Paths(res.changes)
+		if len(cv.ChangedBy) > 10 {
+			cv.ChangedBy = cv.ChangedBy[:10]
+		}
 	}
 	if res.object != nil {
 		// The resourceVersion is recorded when Fedwarden wrote the copy or
@@ -94,7 +102,10 @@ func propagatedReason(placed int, results []clusterResult) (string, string) {
 	if placed == 0 {
 		return typesv1beta1.ReasonNoClusters, "the placement selects no cluster"
 	}
-	if failed := listNotInSync(results); failed != "" {
+	// A copy changed out of band still has the current versions: that is
+	// drift (the Drifted condition), not a failed propagation.
+	notPropagated := slices.DeleteFunc(slices.Clone(results), func(res clusterResult) bool { return res.state == typesv1beta1.ModifiedOutOfBand })
+	if failed := listNotInSync(notPropagated); failed != "" {
 		return typesv1beta1.ReasonPropagationFailed, failed
 	}
 	return typesv1beta1.ReasonPropagated, fmt.Sprintf("%d of %d clusters have the current version", placed, placed)
@@ -142,7 +153,11 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 		Conditions:         slices.Clone(old.Conditions),
 		ClusterCount:       new(int32(placed)),
 	}
+	drifted := int32(0)
 	for _, res := range results {
+		if res.state != typesv1beta1.InSync {
+			drifted++
+		}
 		ps := typesv1beta1.PropagationStatus{Name: typesv1beta1.ClusterName(res.name), Reason: res.reason}
 		if res.state != typesv1beta1.InSync {
 			ps.Message = bounded(res.message, 1024)
@@ -153,6 +168,7 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 		st.Clusters = append(st.Clusters, ps)
 	}
 	slices.SortFunc(st.Clusters, func(a, b typesv1beta1.PropagationStatus) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	st.DriftedClusters = new(drifted)
 	scheduled, schedReason, schedMessage := scheduledCondition(t)
 	setCondition(&st.Conditions, typesv1beta1.FederatedScheduled, scheduled, schedReason, schedMessage, generation, now)
 	reason, message := propagatedReason(placed, results)

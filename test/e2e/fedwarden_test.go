@@ -72,10 +72,11 @@ type controllerManager struct {
 }
 
 // startControllerManager runs the controller-manager against f's host with
-// the tests' probe settings, logging to a file in dir.
-func startControllerManager(f *localfed.Federation, dir string) (*controllerManager, error) {
+// the tests' probe settings and more flags, logging to a file in dir.
+func startControllerManager(f *localfed.Federation, dir string, args ...string) (*controllerManager, error) {
 	cm, err := fedtest.StartControllerManager(fedwardenBin, f, dir, fedtest.Settings{
 		ProbePeriod: probePeriod, ProbeTimeout: probeTimeout, FailureThreshold: failureThreshold,
+		Args: args,
 	})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,6 +24,9 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
+
+// resyncPeriod is the shared test bed's --resync-period.
+const resyncPeriod = 5 * time.Second
 
 // fed is the test bed shared by the tests of this package: a host and two
 // members, and cm, a controller-manager working on it. Tests that stop or
@@ -65,7 +69,9 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping the local federation: %v\n", err)
 		}
 	}()
-	if cm, err = startControllerManager(fed, dir); err != nil {
+	// A short resync period, so that the steady-state tests see periodic
+	// resyncs (which must write nothing).
+	if cm, err = startControllerManager(fed, dir, "--resync-period", resyncPeriod.String()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -374,6 +374,10 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	if img := d.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.29" {
 		t.Errorf("%s: image %s after it came back, want nginx:1.29", m1, img)
 	}
+	// Back, it had missed template version 3: that is drift, reported and
+	// healed.
+	waitForEvent(t, bed.host, ns, changedName, typesv1beta1.EventDriftDetected, m1, "OutdatedTemplate", "re-applied")
+	waitForEvent(t, bed.host, ns, changedName, typesv1beta1.EventDriftResolved, m1)
 	if got := bed.cm.applies(t, m1) - appliesBefore; got != 1 {
 		t.Errorf("%v applies to %s from its going offline to its catching up; want 1", got, m1)
 	}

@@ -70,9 +70,11 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Workers:    8,
 		},
 		propagation: propagation.Options{
-			Workers:           16,
-			MemberListTimeout: 30 * time.Second,
-			RetryPeriod:       30 * time.Second,
+			Workers:            16,
+			MemberListTimeout:  30 * time.Second,
+			RetryPeriod:        30 * time.Second,
+			DefaultRemediation: typesv1beta1.RemediationEnforce,
+			ResyncPeriod:       10 * time.Minute,
 		},
 		zap: zap.Options{DestWriter: s.ErrOut},
 	}
@@ -90,7 +92,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"    ClusterPropagatedVersion;\n" +
 			"  - scheduling: before each sync, the scheduler's plugins (--plugins) choose the clusters\n" +
 			"    and divide replicas (ReplicaSchedulingPreference); the decision is recorded in the\n" +
-			"    CPV's spec.clusters and explained in the Scheduled condition.\n\n" +
+			"    CPV's spec.clusters and explained in the Scheduled condition;\n" +
+			"  - drift: member copies changed or deleted by someone else are found on the member's\n" +
+			"    watch events (and every --resync-period), recorded per cluster in the CPV, and\n" +
+			"    re-applied or only reported (driftPolicy, --default-remediation).\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
 		Args:        cmdline.NoArgs,
@@ -117,6 +122,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.propagation.Workers, "propagation-workers", o.propagation.Workers, "federated resources of one type synced at the same time")
 	f.DurationVar(&o.propagation.RetryPeriod, "propagation-retry-period", o.propagation.RetryPeriod, "how soon a resource that could not reach every cluster is synced again")
 	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
+	f.StringVar((*string)(&o.propagation.DefaultRemediation), "default-remediation", string(o.propagation.DefaultRemediation), "what to do when a member's copy drifts, for resources whose driftPolicy names nothing: Enforce (re-apply at once) or Alert (report only)")
+	f.DurationVar(&o.propagation.ResyncPeriod, "resync-period", o.propagation.ResyncPeriod, "how often every federated resource is compared with its member copies again even without a change event (0 disables); nothing is written when nothing drifted")
 	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins: * for all ("+strings.Join(scheduler.Registry().Names(), ", ")+"), -Name to disable one, e.g. *,-Capacity")
 	f.DurationVar(&o.capacityDelay, "capacity-debounce", 5*time.Second, "how long member Node and ResourceQuota changes are gathered before resources are scheduled again")
 	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
@@ -139,6 +146,12 @@ func (o *options) validate() error {
 	o.propagation.Namespace = o.namespace
 	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 {
 		return fmt.Errorf("--propagation-workers must be at least 1, --propagation-retry-period and --member-list-timeout positive")
+	}
+	if r := o.propagation.DefaultRemediation; r != typesv1beta1.RemediationEnforce && r != typesv1beta1.RemediationAlert {
+		return fmt.Errorf("--default-remediation must be Enforce or Alert, not %q", r)
+	}
+	if o.propagation.ResyncPeriod < 0 {
+		return fmt.Errorf("--resync-period must not be negative")
 	}
 	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
 		return fmt.Errorf("--plugins: %w", err)

@@ -1,0 +1,323 @@
+package diff
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+)
+
+// diffContext is the number of unchanged lines shown around each change.
+const diffContext = 3
+
+// versions are the template and override versions the host is at; empty
+// when unknown.
+type versions struct {
+	template, override string
+}
+
+// input is what comparing one cluster's copy takes.
+type input struct {
+	// location names the copy in the diff's headers: cluster/namespace/name.
+	location string
+	// desired is the rendered copy, without version annotations.
+	desired *unstructured.Unstructured
+	// live is the member's copy; nil when it has none.
+	live *unstructured.Unstructured
+	// policy is the drift policy in effect in the cluster.
+	policy drift.Policy
+	// versions the host is at.
+	versions versions
+}
+
+// verdict is how one cluster's copy compares.
+type verdict struct {
+	// reasons say why the copy differs; none when it does not.
+	reasons []string
+	// text is the unified diff of a copy that differs.
+	text string
+}
+
+func (v verdict) differs() bool { return len(v.reasons) > 0 }
+
+// compare tells whether in's live copy differs from the desired one, as
+// the controller tells drift, and, when it does, makes the diff to show.
+func compare(in input) (verdict, error) {
+	reasons, err := differences(in)
+	if err != nil || len(reasons) == 0 {
+		return verdict{}, err
+	}
+	shown := withVersions(in.desired, in.versions)
+	var live map[string]any
+	if in.live != nil {
+		live, _ = prune(in.live.Object, shown.Object, "").(map[string]any)
+	}
+	for _, p := range in.policy.IgnorePaths {
+		remove(shown.Object, p)
+		remove(live, p)
+	}
+	text, err := unified(shown.Object, live, in.location)
+	if err != nil {
+		return verdict{}, err
+	}
+	return verdict{reasons: reasons, text: text}, nil
+}
+
+// differences returns why the live copy differs: it is missing, fields the
+// desired copy sets were changed by someone else outside the policy's
+// ignored paths, or it carries other versions than the host's.
+func differences(in input) ([]string, error) {
+	if in.live == nil {
+		return []string{"missing"}, nil
+	}
+	changes, err := drift.Detect(in.desired, in.live, propagation.FieldManager)
+	if err != nil {
+		return nil, fmt.Errorf("comparing: %w", err)
+	}
+	var reasons []string
+	if changes = in.policy.Filter(changes); len(changes) > 0 {
+		paths, managers := drift.Paths(changes)
+		reason := "changed " + strings.Join(paths, ", ")
+		if len(managers) > 0 {
+			reason += " (by " + strings.Join(managers, ", ") + ")"
+		}
+		reasons = append(reasons, reason)
+	}
+	annotations := in.live.GetAnnotations()
+	for _, v := range []struct{ what, annotation, want string }{
+		{"template", typesv1beta1.AnnotationTemplateVersion, in.versions.template},
+		{"override", typesv1beta1.AnnotationOverrideVersion, in.versions.override},
+	} {
+		if got := annotations[v.annotation]; v.want != "" && got != v.want {
+			reasons = append(reasons, fmt.Sprintf("%s version %s, the host is at %s", v.what, orNone(got), v.want))
+		}
+	}
+	return reasons, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// withVersions returns a copy of desired annotated with the versions the
+// host is at, as the controller writes it.
+func withVersions(desired *unstructured.Unstructured, v versions) *unstructured.Unstructured {
+	out := desired.DeepCopy()
+	annotations := out.GetAnnotations()
+	for key, value := range map[string]string{typesv1beta1.AnnotationTemplateVersion: v.template, typesv1beta1.AnnotationOverrideVersion: v.override} {
+		if value == "" {
+			continue
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[key] = value
+	}
+	if annotations != nil {
+		out.SetAnnotations(annotations)
+	}
+	return out
+}
+
+// retainReplicas keeps the live copy's replicas in desired, as the
+// controller does for a resource with spec.retainReplicas.
+func retainReplicas(desired, live *unstructured.Unstructured) {
+	if live == nil {
+		return
+	}
+	if replicas, found, _ := unstructured.NestedFieldCopy(live.Object, "spec", "replicas"); found {
+		_ = unstructured.SetNestedField(desired.Object, replicas, "spec", "replicas")
+	}
+}
+
+// prune returns live with only the fields desired sets. Lists of objects
+// keep the live items that have a counterpart in desired (same name, else
+// same index), in live's order; other lists are kept whole. A value equal
+// to desired's, as drift compares values (numbers by value, resource
+// quantities by amount), is shown as desired writes it.
+func prune(live, desired any, pointer string) any {
+	switch d := desired.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return live
+		}
+		out := map[string]any{}
+		for k, dv := range d {
+			if lv, ok := l[k]; ok {
+				out[k] = prune(lv, dv, pointer+"/"+k)
+			}
+		}
+		return out
+	case []any:
+		l, ok := live.([]any)
+		if !ok || !objects(d) {
+			return live
+		}
+		out := []any{}
+		for i, item := range l {
+			if j := counterpart(item, i, d); j >= 0 {
+				out = append(out, prune(item, d[j], pointer+"/"+strconv.Itoa(j)))
+			}
+		}
+		return out
+	}
+	if sameValue(desired, live, pointer) {
+		return desired
+	}
+	return live
+}
+
+// objects tells whether every item of l is an object.
+func objects(l []any) bool {
+	for _, item := range l {
+		if _, ok := item.(map[string]any); !ok {
+			return false
+		}
+	}
+	return len(l) > 0
+}
+
+// counterpart is the index in desired of the live list's i-th item: the
+// item of the same name for objects with a name, else the same index; -1
+// when none.
+func counterpart(item any, i int, desired []any) int {
+	if m, ok := item.(map[string]any); ok {
+		if name, ok := m["name"]; ok {
+			for j, d := range desired {
+				if dm, ok := d.(map[string]any); ok && dm["name"] == name {
+					return j
+				}
+			}
+			return -1
+		}
+	}
+	if i < len(desired) {
+		return i
+	}
+	return -1
+}
+
+// sameValue tells whether two scalars are the same value though written
+// differently: numbers, or resource quantities ("1000m" and "1").
+func sameValue(a, b any, pointer string) bool {
+	if na, ok := number(a); ok {
+		nb, ok := number(b)
+		return ok && na == nb
+	}
+	sa, okA := a.(string)
+	sb, okB := b.(string)
+	if !okA || !okB || !isQuantityPath(pointer) {
+		return false
+	}
+	qa, errA := resource.ParseQuantity(sa)
+	qb, errB := resource.ParseQuantity(sb)
+	return errA == nil && errB == nil && qa.Cmp(qb) == 0
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// isQuantityPath tells whether a pointer leads into a list of resource
+// quantities, where drift compares amounts.
+func isQuantityPath(pointer string) bool {
+	for _, part := range []string{"/requests/", "/limits/", "/overhead/", "/hard/", "/capacity/", "/allocatable/"} {
+		if strings.Contains(pointer, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// remove deletes the field a JSON pointer names from obj, if it is there.
+func remove(obj map[string]any, pointer string) {
+	if obj == nil {
+		return
+	}
+	var tokens []string
+	for _, raw := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		tokens = append(tokens, strings.ReplaceAll(strings.ReplaceAll(raw, "~1", "/"), "~0", "~"))
+	}
+	removeTokens(obj, tokens)
+}
+
+// removeTokens returns v without the field tokens name.
+func removeTokens(v any, tokens []string) any {
+	token, last := tokens[0], len(tokens) == 1
+	switch c := v.(type) {
+	case map[string]any:
+		child, ok := c[token]
+		switch {
+		case !ok:
+		case last:
+			delete(c, token)
+		default:
+			c[token] = removeTokens(child, tokens[1:])
+		}
+		return c
+	case []any:
+		n, err := strconv.Atoi(token)
+		switch {
+		case err != nil || n < 0 || n >= len(c):
+			return c
+		case last:
+			return slices.Delete(slices.Clone(c), n, n+1)
+		default:
+			c[n] = removeTokens(c[n], tokens[1:])
+			return c
+		}
+	}
+	return v
+}
+
+// unified returns the unified diff of desired and live as YAML; a nil live
+// copy has no lines.
+func unified(desired, live map[string]any, location string) (string, error) {
+	a, err := yamlLines(desired)
+	if err != nil {
+		return "", err
+	}
+	var b []string
+	if live != nil {
+		if b, err = yamlLines(live); err != nil {
+			return "", err
+		}
+	}
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: a, B: b, FromFile: "desired " + location, ToFile: "live " + location, Context: diffContext,
+	})
+}
+
+// yamlLines returns obj as YAML lines, each ending with a newline.
+func yamlLines(obj map[string]any) ([]string, error) {
+	data, err := yaml.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding as YAML: %w", err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines, nil
+}

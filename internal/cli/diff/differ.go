@@ -1,0 +1,270 @@
+package diff
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+)
+
+// differ compares the copies of federated resources of one host.
+type differ struct {
+	host         client.Client
+	disco        discovery.DiscoveryInterface
+	members      *members
+	controlPlane string
+	timeout      time.Duration
+	out, errOut  io.Writer
+}
+
+func newDiffer(_ context.Context, s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
+	host.Config.Timeout = o.timeout
+	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+	}
+	return &differ{
+		host: c, disco: disco, members: newMembers(c, o.controlPlane), controlPlane: o.controlPlane,
+		timeout: o.timeout, out: s.Out, errOut: s.ErrOut,
+	}, nil
+}
+
+// federated is the federated resource being compared, and what the host
+// says of it.
+type federated struct {
+	kind resync.Kind
+	fed  *unstructured.Unstructured
+	cpv  *typesv1beta1.ClusterPropagatedVersion
+	// policy is the resource's spec.driftPolicy.
+	policy *typesv1beta1.DriftPolicy
+	// retainReplicas is its spec.retainReplicas: the member's replicas are kept.
+	retainReplicas bool
+}
+
+// describe names the resource in messages: FederatedDeployment shop/web.
+func (r *federated) describe() string {
+	return r.kind.Type.Federated.Kind + " " + describeKey(r.fed.GetNamespace(), r.fed.GetName())
+}
+
+// diff compares the resource ref names in each cluster it is placed on, or
+// only in cluster, prints the clusters that differ, and returns an error
+// with exit code exitDiffers when one does.
+func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster string) error {
+	r, err := d.federated(ctx, ref, namespace)
+	if err != nil {
+		return err
+	}
+	placed, err := placedClusters(r, cluster)
+	if err != nil {
+		return err
+	}
+	if len(placed) == 0 {
+		fmt.Fprintf(d.errOut, "%s is placed on no cluster: nothing to compare\n", r.describe())
+		return nil
+	}
+	fmt.Fprintf(d.errOut, "Comparing %s in %s: %s\n", r.describe(), clusters(len(placed)), strings.Join(names(placed), ", "))
+	var differing, failed []string
+	for _, pc := range placed {
+		v, err := d.compare(ctx, r, pc)
+		switch {
+		case err != nil:
+			fmt.Fprintf(d.errOut, "%s: not compared: %v\n", pc.Name, err)
+			failed = append(failed, string(pc.Name))
+		case v.differs():
+			fmt.Fprintf(d.errOut, "%s: differs: %s\n", pc.Name, strings.Join(v.reasons, "; "))
+			if _, err := io.WriteString(d.out, v.text); err != nil {
+				return err
+			}
+			differing = append(differing, string(pc.Name))
+		default:
+			fmt.Fprintf(d.errOut, "%s: in sync\n", pc.Name)
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%s could not be compared in %s: %s", r.describe(), clusters(len(failed)), strings.Join(failed, ", "))
+	case len(differing) > 0:
+		return &streams.ExitError{Code: exitDiffers, Err: fmt.Errorf("%s differs in %d of %s: %s",
+			r.describe(), len(differing), clusters(len(placed)), strings.Join(differing, ", "))}
+	}
+	return nil
+}
+
+// federated reads the federated resource, its ClusterPropagatedVersion and
+// its drift policy.
+func (d *differ) federated(ctx context.Context, ref resync.Ref, namespace string) (*federated, error) {
+	resolver, err := resync.NewResolver(ctx, d.host, d.disco)
+	if err != nil {
+		return nil, err
+	}
+	kind, err := resolver.Resolve(ref.Kind)
+	if err != nil {
+		return nil, err
+	}
+	key := kind.Key(ref.Name, namespace)
+	r := &federated{kind: kind, fed: &unstructured.Unstructured{}, cpv: &typesv1beta1.ClusterPropagatedVersion{}}
+	r.fed.SetGroupVersionKind(kind.Type.Federated)
+	err = d.host.Get(ctx, key, r.fed)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s %s not found in the host", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name))
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s: %w", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name), err)
+	}
+	if r.policy, r.retainReplicas, err = federatedSpec(r.fed); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.describe(), err)
+	}
+	cpvKey := client.ObjectKey{Namespace: key.Namespace, Name: kind.Type.CPVName(key.Name)}
+	if cpvKey.Namespace == "" {
+		cpvKey.Namespace = d.controlPlane
+	}
+	err = d.host.Get(ctx, cpvKey, r.cpv)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s has no ClusterPropagatedVersion %s yet: the control plane has not placed it (is `fedwarden controller-manager` running?)",
+			r.describe(), describeKey(cpvKey.Namespace, cpvKey.Name))
+	case err != nil:
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(cpvKey.Namespace, cpvKey.Name), err)
+	}
+	return r, nil
+}
+
+// federatedSpec reads the drift policy and retainReplicas of a federated
+// resource's spec.
+func federatedSpec(fed *unstructured.Unstructured) (*typesv1beta1.DriftPolicy, bool, error) {
+	retain, _, err := unstructured.NestedBool(fed.Object, "spec", "retainReplicas")
+	if err != nil {
+		return nil, false, fmt.Errorf("reading spec.retainReplicas: %w", err)
+	}
+	raw, found, err := unstructured.NestedMap(fed.Object, "spec", "driftPolicy")
+	if err != nil || !found {
+		return nil, retain, err
+	}
+	policy := &typesv1beta1.DriftPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, policy); err != nil {
+		return nil, false, fmt.Errorf("reading spec.driftPolicy: %w", err)
+	}
+	return policy, retain, nil
+}
+
+// placedClusters returns the clusters to compare: those of the CPV, or
+// only cluster, which must be one of them.
+func placedClusters(r *federated, cluster string) ([]typesv1beta1.PlacedCluster, error) {
+	placed := r.cpv.Spec.Clusters
+	if cluster == "" {
+		return placed, nil
+	}
+	i := slices.IndexFunc(placed, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster })
+	if i < 0 {
+		on := "no cluster"
+		if len(placed) > 0 {
+			on = strings.Join(names(placed), ", ")
+		}
+		return nil, streams.UsageError(fmt.Errorf("--cluster %s: %s is not placed there; it is placed on %s", cluster, r.describe(), on))
+	}
+	return placed[i : i+1], nil
+}
+
+// compare compares the resource's copy in one cluster.
+func (d *differ) compare(ctx context.Context, r *federated, pc typesv1beta1.PlacedCluster) (verdict, error) {
+	name := string(pc.Name)
+	desired, err := propagation.Desired(r.kind.Type, r.fed, name, pc.Replicas)
+	if err != nil {
+		return verdict{}, fmt.Errorf("rendering its copy: %w", err)
+	}
+	live, err := d.live(ctx, r, name, desired)
+	if err != nil {
+		return verdict{}, err
+	}
+	if r.retainReplicas {
+		retainReplicas(desired, live)
+	}
+	return compare(input{
+		location: name + "/" + describeKey(desired.GetNamespace(), desired.GetName()),
+		desired:  desired,
+		live:     live,
+		policy:   drift.PolicyFor(r.policy, name, typesv1beta1.RemediationEnforce),
+		versions: versions{template: string(r.cpv.Status.TemplateVersion), override: string(r.cpv.Status.OverrideVersion)},
+	})
+}
+
+// live reads desired's object from the member: nil when it has none.
+func (d *differ) live(ctx context.Context, r *federated, cluster string, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	member, err := d.members.get(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.timeout)
+	defer cancel()
+	res := member.Dynamic.Resource(r.kind.Type.TargetResource)
+	var got *unstructured.Unstructured
+	if r.kind.Type.TargetNamespaced {
+		got, err = res.Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	} else {
+		got, err = res.Get(ctx, desired.GetName(), metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.kind.Type.Target.Kind, describeKey(desired.GetNamespace(), desired.GetName()), cluster, err)
+	}
+	return got, nil
+}
+
+func names(placed []typesv1beta1.PlacedCluster) []string {
+	out := make([]string, 0, len(placed))
+	for _, pc := range placed {
+		out = append(out, string(pc.Name))
+	}
+	return out
+}
+
+// clusters says "1 cluster", "2 clusters".
+func clusters(n int) string {
+	if n == 1 {
+		return "1 cluster"
+	}
+	return fmt.Sprintf("%d clusters", n)
+}
+
+func describeKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}
+
+// scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.
+var scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(corev1beta1.AddToScheme(s))
+	utilruntime.Must(typesv1beta1.AddToScheme(s))
+	return s
+}

@@ -1,0 +1,160 @@
+// Package drift implements `fedwarden drift`: it lists, from the
+// ClusterPropagatedVersions, every member copy of a federated resource that
+// is not in sync, with how it drifted.
+package drift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+)
+
+// options are the flags of drift.
+type options struct {
+	namespace     string
+	allNamespaces bool
+	output        string
+	host          kubeconfig.Source
+	timeout       time.Duration
+}
+
+const long = `Drift lists the member copies of federated resources that are not in sync
+with the host, as the control plane last saw them: every cluster entry of a
+ClusterPropagatedVersion whose state is not InSync.
+
+STATE is OutdatedTemplate or OutdatedOverrides (the member missed an update),
+ModifiedOutOfBand (someone edited the copy in the member), Missing (it was
+deleted there), Unreachable, ApplyFailed, or AlreadyExists (the member has an
+object of that name that Fedwarden does not manage). AGE is how long the copy
+has been out of sync, PATHS the first fields changed out of band. -o wide adds
+the field managers that changed them, the remediation in effect (Enforce
+re-applies at once, Alert only reports) and the controller's message; -o json
+and -o yaml print every field.
+
+The list reads only the host: 'fedwarden diff KIND/NAME' compares the copies
+in the members themselves, 'fedwarden resync KIND/NAME' writes them again.
+ClusterPropagatedVersions of cluster-scoped federated resources live in the
+control-plane namespace (kube-federation-system).
+
+Exit codes: 0 listed (drift or not), 1 error, 2 bad flags or arguments.`
+
+const example = `  # Drift in the namespace of the current context
+  fedwarden drift
+
+  # Drift in every namespace, with who changed what
+  fedwarden drift -A -o wide
+
+  # For a script
+  fedwarden drift -A -o json`
+
+// NewCommand returns `fedwarden drift`.
+func NewCommand(s streams.IO) *cobra.Command {
+	o := &options{}
+	cmd := cmdline.Setup(&cobra.Command{
+		Use:     "drift [-n NAMESPACE | -A]",
+		Short:   "List the member copies of federated resources that drifted from the host",
+		Long:    long,
+		Example: example,
+		Args:    cmdline.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), s, o)
+		},
+	})
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace to list (default the context's namespace, else default)")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list every namespace")
+	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a table, wide, json or yaml")
+	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request to the host may take")
+	return cmd
+}
+
+// validate checks the flags that need no cluster.
+func (o *options) validate() error {
+	var errs []error
+	if o.allNamespaces && o.namespace != "" {
+		errs = append(errs, fmt.Errorf("give -n %s or -A, not both", o.namespace))
+	}
+	errs = append(errs, validateFormat(o.output), cmdline.PositiveDuration("--timeout", o.timeout))
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, s streams.IO, o *options) error {
+	if err := o.validate(); err != nil {
+		return streams.UsageError(err)
+	}
+	host, err := kubeconfig.Load(o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	namespace := ""
+	if !o.allNamespaces {
+		if namespace, err = resync.Namespace(o.namespace, o.host); err != nil {
+			return streams.UsageError(err)
+		}
+	}
+	host.Config.Timeout = o.timeout
+	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+	}
+	entries, err := list(ctx, c, namespace)
+	if err != nil {
+		return err
+	}
+	if len(entries) == 0 && (o.output == "" || o.output == formatWide) {
+		_, err := fmt.Fprintln(s.ErrOut, noDrift(namespace))
+		return err
+	}
+	return printEntries(s.Out, o.output, entries, o.allNamespaces, time.Now())
+}
+
+// noDrift says that namespace ("" for all) has no drift.
+func noDrift(namespace string) string {
+	if namespace == "" {
+		return "No drift found."
+	}
+	return fmt.Sprintf("No drift found in namespace %s.", namespace)
+}
+
+// list reads the ClusterPropagatedVersions of namespace ("" for all) and
+// returns their entries that are not in sync, sorted.
+func list(ctx context.Context, c client.Reader, namespace string) ([]Entry, error) {
+	cpvs := &typesv1beta1.ClusterPropagatedVersionList{}
+	if err := c.List(ctx, cpvs, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing ClusterPropagatedVersions: %w", err)
+	}
+	// The type configs only tell which federated kinds are cluster-scoped,
+	// so that their resources are shown without a namespace: without them
+	// the ClusterPropagatedVersion's namespace is shown.
+	ftcs := &corev1beta1.FederatedTypeConfigList{}
+	if err := c.List(ctx, ftcs); err != nil {
+		ftcs.Items = nil
+	}
+	return entries(cpvs.Items, clusterScoped(ftcs.Items)), nil
+}
+
+// scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.
+var scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(corev1beta1.AddToScheme(s))
+	utilruntime.Must(typesv1beta1.AddToScheme(s))
+	return s
+}

@@ -1,0 +1,171 @@
+package resync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+)
+
+// ErrUnknownKind says that a name names no federated kind of the host.
+var ErrUnknownKind = errors.New("unknown federated kind")
+
+// Ref is a federated resource as the command line names it: KIND/NAME.
+type Ref struct {
+	Kind, Name string
+}
+
+// ParseRef parses KIND/NAME.
+func ParseRef(arg string) (Ref, error) {
+	kind, name, ok := strings.Cut(arg, "/")
+	if !ok || strings.TrimSpace(kind) == "" || name == "" || strings.Contains(name, "/") {
+		return Ref{}, fmt.Errorf("%q is not KIND/NAME, such as federateddeployment/web", arg)
+	}
+	return Ref{Kind: kind, Name: name}, nil
+}
+
+// Kind is a federated kind that a FederatedTypeConfig enables.
+type Kind struct {
+	// Config is the FederatedTypeConfig.
+	Config *corev1beta1.FederatedTypeConfig
+	// Type is what propagation makes of it.
+	Type propagation.Type
+}
+
+// Key returns the key of the federated resource called name, of namespace
+// when the federated kind is namespaced.
+func (k Kind) Key(name, namespace string) client.ObjectKey {
+	if !k.Type.FederatedNamespaced {
+		namespace = ""
+	}
+	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+// Describe names a federated resource as kubectl does: its lower-case kind
+// and group, and its name (federateddeployment.types.kubefed.io/web).
+func (k Kind) Describe(name string) string {
+	gvk := k.Type.Federated
+	return strings.ToLower(gvk.Kind) + "." + gvk.Group + "/" + name
+}
+
+// Resolver finds the federated kind a name names, as kubectl finds kinds:
+// by the host's discovery, plural, singular, kind or short name, in any
+// case, with an optional .group; only kinds a FederatedTypeConfig
+// federates, or targets, count. A target kind (deployment) names its
+// Federated<Kind>.
+type Resolver struct {
+	// Mapper maps resource names to kinds.
+	Mapper meta.RESTMapper
+	// Configs are the host's FederatedTypeConfigs.
+	Configs []corev1beta1.FederatedTypeConfig
+}
+
+// NewResolver reads the host's discovery and FederatedTypeConfigs.
+func NewResolver(ctx context.Context, host client.Reader, disco discovery.DiscoveryInterface) (*Resolver, error) {
+	list := &corev1beta1.FederatedTypeConfigList{}
+	if err := host.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing FederatedTypeConfigs: %w", err)
+	}
+	cached := memory.NewMemCacheClient(disco)
+	groups, err := restmapper.GetAPIGroupResources(cached)
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, fmt.Errorf("discovering the host's resources: %w", err)
+	}
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDiscoveryRESTMapper(groups), cached, nil)
+	return &Resolver{Mapper: mapper, Configs: list.Items}, nil
+}
+
+// Resolve returns the federated kind arg names. A name the host does not
+// serve, or whose kind nothing federates, gives an error wrapping
+// ErrUnknownKind.
+func (r *Resolver) Resolve(arg string) (Kind, error) {
+	name := strings.ToLower(strings.TrimSpace(arg))
+	gvks, err := r.kindsFor(name)
+	if err != nil || len(gvks) == 0 {
+		return Kind{}, fmt.Errorf("%w %q: the host serves no such resource (federated kinds: %s)", ErrUnknownKind, arg, r.federatedKinds())
+	}
+	var found []*corev1beta1.FederatedTypeConfig
+	for _, gvk := range gvks {
+		for i := range r.Configs {
+			ftc := &r.Configs[i]
+			if (federates(ftc, gvk.GroupKind()) || targets(ftc, gvk.GroupKind())) && !slices.Contains(found, ftc) {
+				found = append(found, ftc)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return Kind{}, fmt.Errorf("%w %q: %s is not federated: no FederatedTypeConfig names it (federated kinds: %s)",
+			ErrUnknownKind, arg, gvks[0].GroupKind(), r.federatedKinds())
+	case 1:
+		return Kind{Config: found[0], Type: propagation.TypeFromConfig(found[0])}, nil
+	default:
+		names := make([]string, 0, len(found))
+		for _, ftc := range found {
+			names = append(names, strings.ToLower(ftc.Spec.FederatedType.Kind)+"."+ftc.Spec.FederatedType.Group)
+		}
+		return Kind{}, fmt.Errorf("%w %q: it names several federated kinds (%s): add the group", ErrUnknownKind, arg, strings.Join(names, ", "))
+	}
+}
+
+// kindsFor maps name, resource[.version][.group], to kinds as kubectl
+// does: resource.version.group first, then resource.group.
+func (r *Resolver) kindsFor(name string) ([]schema.GroupVersionKind, error) {
+	gvr, gr := schema.ParseResourceArg(name)
+	if gvr != nil {
+		if gvks, err := r.Mapper.KindsFor(*gvr); err == nil && len(gvks) > 0 {
+			return gvks, nil
+		}
+	}
+	return r.Mapper.KindsFor(gr.WithVersion(""))
+}
+
+// federatedKinds lists the federated kinds, lower case, for error messages.
+func (r *Resolver) federatedKinds() string {
+	var kinds []string
+	for _, ftc := range r.Configs {
+		kinds = append(kinds, strings.ToLower(ftc.Spec.FederatedType.Kind))
+	}
+	if len(kinds) == 0 {
+		return "none; `fedwarden enable` federates one"
+	}
+	slices.Sort(kinds)
+	return strings.Join(slices.Compact(kinds), ", ")
+}
+
+func federates(ftc *corev1beta1.FederatedTypeConfig, gk schema.GroupKind) bool {
+	return ftc.Spec.FederatedType.Group == gk.Group && ftc.Spec.FederatedType.Kind == gk.Kind
+}
+
+func targets(ftc *corev1beta1.FederatedTypeConfig, gk schema.GroupKind) bool {
+	return ftc.Spec.TargetType.Group == gk.Group && ftc.Spec.TargetType.Kind == gk.Kind
+}
+
+// Namespace returns flag, when set, else the namespace of src's context, as
+// kubectl takes it: default when the context sets none.
+func Namespace(flag string, src kubeconfig.Source) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = src.Path
+	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: src.Context})
+	ns, _, err := cfg.Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace of the host's context: %w", err)
+	}
+	return ns, nil
+}

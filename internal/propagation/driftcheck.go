@@ -1,0 +1,116 @@
+package propagation
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+)
+
+// finding is the drift a sync found in one cluster, before acting on it.
+type finding struct {
+	// state is "" when the copy is in sync, new, or simply behind a change
+	// the control plane just made.
+	state   typesv1beta1.DriftState
+	changes []drift.Change
+	// seenAt is when the member event that revealed the drift arrived;
+	// zero when no event did (a resync, a cluster back from an outage).
+	seenAt time.Time
+}
+
+// outOfBand tells whether the finding is someone else's doing in the
+// member, which the remediation policy governs.
+func (f finding) outOfBand() bool {
+	return f.state == typesv1beta1.ModifiedOutOfBand || f.state == typesv1beta1.Missing
+}
+
+// policyFor is the drift policy of one cluster; with retainReplicas, the
+// member's replicas are never drift.
+func (r *Reconciler) policyFor(spec federated, cluster string) drift.Policy {
+	p := drift.PolicyFor(spec.DriftPolicy, cluster, r.opts.DefaultRemediation)
+	if spec.RetainReplicas {
+		p.IgnorePaths = append(p.IgnorePaths, "/spec/replicas")
+	}
+	return p
+}
+
+// classify tells how existing, the member's copy (nil when it has none),
+// differs from desired, whose content hash is hash.
+func (r *Reconciler) classify(in *syncInput, cluster string, desired, existing *unstructured.Unstructured, hash string, policy drift.Policy) (finding, error) {
+	var f finding
+	if at, ok := r.watches.takeChange(cluster, desired.GetNamespace(), desired.GetName()); ok {
+		f.seenAt = at
+	}
+	prev, recorded := in.previous[cluster]
+	switch {
+	case existing == nil:
+		if recorded && prev.Version != "" {
+			// Fedwarden wrote a copy there, and it is gone.
+			f.state = typesv1beta1.Missing
+		}
+	case existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash || existing.GetLabels()[typesv1beta1.LabelManaged] != "true":
+		if recorded && missedUpdates(prev.State) {
+			f.state = typesv1beta1.OutdatedOverrides
+			if existing.GetAnnotations()[typesv1beta1.AnnotationTemplateVersion] != string(in.v.template) {
+				f.state = typesv1beta1.OutdatedTemplate
+			}
+		}
+	default:
+		changes, err := drift.Detect(desired, existing, FieldManager)
+		if err != nil {
+			return f, err
+		}
+		if f.changes = policy.Filter(changes); len(f.changes) > 0 {
+			f.state = typesv1beta1.ModifiedOutOfBand
+		}
+	}
+	if f.state != "" && !f.seenAt.IsZero() {
+		driftDetectionSeconds.Observe(time.Since(f.seenAt).Seconds())
+	}
+	return f, nil
+}
+
+// missedUpdates tells whether a cluster in state s may have missed updates
+// of the control plane: it could not be written to.
+func missedUpdates(s typesv1beta1.DriftState) bool {
+	switch s {
+	case typesv1beta1.Unreachable, typesv1beta1.ApplyFailed, typesv1beta1.OutdatedTemplate, typesv1beta1.OutdatedOverrides:
+		return true
+	}
+	return false
+}
+
+// reported is the result of a sync that leaves a drifted copy alone, as the
+// Alert policy says.
+func reported(name string, f finding, existing *unstructured.Unstructured, policy drift.Policy) clusterResult {
+	res := clusterResult{name: name, reason: string(f.state), state: f.state, object: existing, changes: f.changes, remediation: policy.Remediation}
+	switch f.state {
+	case typesv1beta1.Missing:
+		res.message = fmt.Sprintf("the copy was deleted in the member; not recreated (remediation %s)", policy.Remediation)
+	default:
+		paths, managers := drift.Paths(f.changes)
+		by := "someone"
+		if len(managers) > 0 {
+			by = strings.Join(managers, ", ")
+		}
+		res.message = fmt.Sprintf("changed in the member by %s: %s; left as it is (remediation %s)", by, strings.Join(paths, ", "), policy.Remediation)
+	}
+	return res
+}
+
+// describe says what a finding was, for an Event.
+func (f finding) describe() string {
+	if len(f.changes) == 0 {
+		return string(f.state)
+	}
+	paths, managers := drift.Paths(f.changes)
+	s := fmt.Sprintf("%s: %s", f.state, strings.Join(paths, ", "))
+	if len(managers) > 0 {
+		s += " (changed by " + strings.Join(managers, ", ") + ")"
+	}
+	return s
+}
