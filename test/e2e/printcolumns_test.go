@@ -77,8 +77,8 @@ spec:
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "federateddeployments", namespace: ns,
 			name:    "web",
-			columns: []string{"Name", "Clusters", "Propagated", "Age"},
-			cells:   []string{"web", "2", "True"},
+			columns: []string{"Name", "Clusters", "Propagated", "Drifted", "Age"},
+			cells:   []string{"web", "2", "True", "0"},
 		},
 	}
 	for _, tt := range tests {
