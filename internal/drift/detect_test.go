@@ -107,14 +107,18 @@ func TestDetect(t *testing.T) {
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-edit", "", imageByKubectlEdit)},
 		},
 		{
-			name:     "scaled by another manager",
-			edit:     func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas") },
+			name: "scaled by another manager",
+			edit: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas")
+			},
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("hpa", "", replicasByHPA)},
 			want:     []Change{{Path: "/spec/replicas", Manager: "hpa"}},
 		},
 		{
-			name:     "a label removed",
-			edit:     func(u *unstructured.Unstructured) { unstructured.RemoveNestedField(u.Object, "metadata", "labels", "app") },
+			name: "a label removed",
+			edit: func(u *unstructured.Unstructured) {
+				unstructured.RemoveNestedField(u.Object, "metadata", "labels", "app")
+			},
 			managers: []metav1.ManagedFieldsEntry{fedwarden},
 			want:     []Change{{Path: "/metadata/labels/app"}},
 		},

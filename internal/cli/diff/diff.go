@@ -131,7 +131,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	d, err := newDiffer(ctx, s, host, o)
+	d, err := newDiffer(s, host, o)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ type differ struct {
 	out, errOut  io.Writer
 }
 
-func newDiffer(_ context.Context, s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
+func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
 	host.Config.Timeout = o.timeout
 	c, err := client.New(host.Config, client.Options{Scheme: scheme})
 	if err != nil {

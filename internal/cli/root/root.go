@@ -15,10 +15,13 @@ import (
 
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
+	"github.com/fedwarden/fedwarden/internal/cli/diff"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
+	"github.com/fedwarden/fedwarden/internal/cli/drift"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
@@ -50,10 +53,13 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd.SetErr(s.ErrOut)
 	cmd.AddCommand(
 		controllermanager.NewCommand(s),
+		diff.NewCommand(s),
 		disable.NewCommand(s),
+		drift.NewCommand(s),
 		enable.NewCommand(s),
 		federate.NewCommand(s),
 		join.NewCommand(s),
+		resync.NewCommand(s),
 		unjoin.NewCommand(s),
 		version.NewCommand(s),
 	)
