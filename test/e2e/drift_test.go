@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -165,9 +164,22 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 		t.Fatalf("under Alert, %s's image became %s (%v); want the hand edit kept", m1, img, err)
 	}
 
-	patchFederated(t, host, ns, "api", func(obj *unstructured.Unstructured) {
-		obj.SetAnnotations(map[string]string{typesv1beta1.AnnotationResync: "2026-11-30T04:00:00Z"})
-	})
+	// The CLI shows it: drift lists it, diff exits 1 and shows the image.
+	hostArgs := []string{"-n", ns, "--host-kubeconfig", fed.Host.Kubeconfig}
+	if r := runFedwarden(t, append([]string{"drift", "-o", "wide"}, hostArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "ModifiedOutOfBand") || !strings.Contains(r.stdout, "kubectl-edit") {
+		t.Errorf("fedwarden drift:\n%s", r)
+	}
+	if r := runFedwarden(t, append([]string{"diff", "fdeploy/api"}, hostArgs...)...); r.code != 1 || !strings.Contains(r.stdout, "+      - image: nginx:hotfix") {
+		t.Errorf("fedwarden diff with a drifted cluster: want exit 1 and the image line\n%s", r)
+	}
+	if r := runFedwarden(t, append([]string{"diff", "fdeploy/nothing-here"}, hostArgs...)...); r.code != 2 {
+		t.Errorf("fedwarden diff of a resource that does not exist: want exit 2\n%s", r)
+	}
+
+	// fedwarden resync sets a new kubefed.io/resync: the copy is written back.
+	if r := runFedwarden(t, append([]string{"resync", "fdeploy/api"}, hostArgs...)...); r.code != 0 {
+		t.Fatalf("fedwarden resync:\n%s", r)
+	}
 	eventually(t, 30*time.Second, "the resync to write the image back", func(ctx context.Context) (bool, string) {
 		img, err := memberImage(ctx, member1, ns, "api")
 		return err == nil && img == "nginx:1.27", fmt.Sprint(img, err)
@@ -175,8 +187,16 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 	waitForEntry(t, host, ns, "deployment-api", m1, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
 	eventually(t, 30*time.Second, "the CPV to record the resync", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-api")
-		return err == nil && cpv.Status.Resync == "2026-11-30T04:00:00Z", fmt.Sprint(err)
+		fd, _, ferr := federatedStatus(ctx, host, ns, "api")
+		if err != nil || ferr != nil {
+			return false, fmt.Sprint(err, ferr)
+		}
+		want := fd.GetAnnotations()[typesv1beta1.AnnotationResync]
+		return want != "" && cpv.Status.Resync == want, fmt.Sprintf("CPV %q, annotation %q", cpv.Status.Resync, want)
 	})
+	if r := runFedwarden(t, append([]string{"diff", "fdeploy/api"}, hostArgs...)...); r.code != 0 {
+		t.Errorf("fedwarden diff once in sync: want exit 0\n%s", r)
+	}
 }
 
 // A copy deleted in a member is recreated under Enforce; under Alert it is
