@@ -69,7 +69,7 @@ func compareOwned(desired, live map[string]any, entry metav1.ManagedFieldsEntry,
 			return // a field Fedwarden does not set: not its business
 		}
 		got, pointer, inLive := resolve(live, p)
-		if !inLive || equal(want, got, pointer) {
+		if !inLive || Equal(want, got, pointer) {
 			return
 		}
 		if _, seen := changes[pointer]; !seen {
@@ -129,14 +129,14 @@ func step(cur any, pe fieldpath.PathElement) (any, string, bool) {
 // selects.
 func matches(item any, pe fieldpath.PathElement) bool {
 	if pe.Value != nil {
-		return equal((*pe.Value).Unstructured(), item, "")
+		return Equal((*pe.Value).Unstructured(), item, "")
 	}
 	m, ok := item.(map[string]any)
 	if !ok || pe.Key == nil {
 		return false
 	}
 	for _, f := range *pe.Key {
-		if !equal(f.Value.Unstructured(), m[f.Name], "") {
+		if !Equal(f.Value.Unstructured(), m[f.Name], "") {
 			return false
 		}
 	}
@@ -188,7 +188,7 @@ func counterpart(item any, i int, live []any) int {
 		if name, ok := m["name"]; ok {
 			return slices.IndexFunc(live, func(x any) bool {
 				lm, ok := x.(map[string]any)
-				return ok && equal(name, lm["name"], "")
+				return ok && Equal(name, lm["name"], "")
 			})
 		}
 	}
@@ -218,10 +218,11 @@ func isZero(v any) bool {
 	return false
 }
 
-// equal compares two JSON values; numbers by value, and quantities under a
-// resources-like field (requests, limits, overhead, hard) by amount, since
-// the API server normalizes them ("1000m" becomes "1").
-func equal(a, b any, pointer string) bool {
+// Equal compares two JSON values found at pointer; numbers by value, and
+// quantities under a resources-like field (requests, limits, overhead,
+// hard) by amount, since the API server normalizes them ("1000m" becomes
+// "1").
+func Equal(a, b any, pointer string) bool {
 	if na, ok := number(a); ok {
 		nb, ok := number(b)
 		return ok && na == nb
@@ -242,14 +243,14 @@ func equal(a, b any, pointer string) bool {
 			return false
 		}
 		for k, v := range x {
-			if !equal(v, y[k], pointer+"/"+escape(k)) {
+			if !Equal(v, y[k], pointer+"/"+escape(k)) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		y, ok := b.([]any)
-		return ok && slices.EqualFunc(x, y, func(p, q any) bool { return equal(p, q, pointer) })
+		return ok && slices.EqualFunc(x, y, func(p, q any) bool { return Equal(p, q, pointer) })
 	}
 	return a == b
 }

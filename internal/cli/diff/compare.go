@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/pmezard/go-difflib/difflib"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -174,7 +173,7 @@ func prune(live, desired any, pointer string) any {
 		}
 		return out
 	}
-	if sameValue(desired, live, pointer) {
+	if drift.Equal(desired, live, pointer) {
 		return desired
 	}
 	return live
@@ -208,46 +207,6 @@ func counterpart(item any, i int, desired []any) int {
 		return i
 	}
 	return -1
-}
-
-// sameValue tells whether two scalars are the same value though written
-// differently: numbers, or resource quantities ("1000m" and "1").
-func sameValue(a, b any, pointer string) bool {
-	if na, ok := number(a); ok {
-		nb, ok := number(b)
-		return ok && na == nb
-	}
-	sa, okA := a.(string)
-	sb, okB := b.(string)
-	if !okA || !okB || !isQuantityPath(pointer) {
-		return false
-	}
-	qa, errA := resource.ParseQuantity(sa)
-	qb, errB := resource.ParseQuantity(sb)
-	return errA == nil && errB == nil && qa.Cmp(qb) == 0
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
-}
-
-// isQuantityPath tells whether a pointer leads into a list of resource
-// quantities, where drift compares amounts.
-func isQuantityPath(pointer string) bool {
-	for _, part := range []string{"/requests/", "/limits/", "/overhead/", "/hard/", "/capacity/", "/allocatable/"} {
-		if strings.Contains(pointer, part) {
-			return true
-		}
-	}
-	return false
 }
 
 // remove deletes the field a JSON pointer names from obj, if it is there.
