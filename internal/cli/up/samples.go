@@ -1,0 +1,90 @@
+package up
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+//go:embed samples.yaml
+var samples []byte
+
+// applySamples applies the samples with server-side apply and waits until
+// the sample Deployment is in sync in every member.
+func (b *bringer) applySamples(ctx context.Context) error {
+	c, err := client.New(b.fed.Host.Config, client.Options{})
+	if err != nil {
+		return fmt.Errorf("creating a client of the host: %w", err)
+	}
+	objs, err := decodeAll(samples)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("fedwarden-up"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return b.waitInSync(ctx, c, "demo", "deployment-web")
+}
+
+// waitInSync waits until the CPV namespace/name has every member InSync.
+func (b *bringer) waitInSync(ctx context.Context, c client.Client, namespace, name string) error {
+	var last string
+	for {
+		cpv := &unstructured.Unstructured{}
+		cpv.SetAPIVersion(typesv1beta1.GroupVersion.String())
+		cpv.SetKind("ClusterPropagatedVersion")
+		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cpv)
+		if err == nil {
+			entries, _, _ := unstructured.NestedSlice(cpv.Object, "status", "clusterVersions")
+			inSync := 0
+			for _, e := range entries {
+				if m, ok := e.(map[string]any); ok && m["state"] == string(typesv1beta1.InSync) {
+					inSync++
+				}
+			}
+			if inSync == len(b.fed.Members) {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d members in sync", inSync, len(b.fed.Members))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the sample to reach every member (%s): %w", last, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// decodeAll reads the objects of a multi-document YAML stream.
+func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		obj := &unstructured.Unstructured{}
+		err := dec.Decode(&obj.Object)
+		if errors.Is(err, io.EOF) {
+			return objs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the samples: %w", err)
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+}
