@@ -22,8 +22,10 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/cli/status"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
+	"github.com/fedwarden/fedwarden/internal/cli/up"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
 )
 
@@ -60,7 +62,9 @@ func NewCommand(s streams.IO) *cobra.Command {
 		federate.NewCommand(s),
 		join.NewCommand(s),
 		resync.NewCommand(s),
+		status.NewCommand(s),
 		unjoin.NewCommand(s),
+		up.NewCommand(s),
 		version.NewCommand(s),
 	)
 	return cmd
