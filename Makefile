@@ -5,7 +5,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify test test-unit fmt vet clean
+.PHONY: all build tools generate verify test test-unit up fmt vet clean
 
 all: build
 
@@ -13,27 +13,34 @@ all: build
 build:
 	go build -o $(BIN)/fedwarden ./cmd/fedwarden
 
-## tools: build the pinned kube-apiserver, kube-controller-manager, etcd and controller-gen into bin/ (only when their pin changed)
+## tools: build the pinned kube-apiserver, kube-controller-manager, etcd, controller-gen and helm into bin/ (only when their pin changed)
 tools:
 	hack/tools/build.sh
 
-## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes)
+## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes), and the Helm chart's copy of the CRDs
 generate:
 	hack/tools/build.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
+	rm -f deploy/helm/fedwarden/crds/*.yaml
+	cp config/crd/bases/*.yaml deploy/helm/fedwarden/crds/
 
 ## verify: generated files up to date, gofmt clean, go vet clean
 verify: generate
-	@git diff --exit-code -- api config/crd || { echo "generated files are out of date: run 'make generate' and commit the result" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config/crd)" || { echo "make generate created files that are not committed:" >&2; git status --porcelain -- api config/crd >&2; exit 1; }
+	@git diff --exit-code -- api config/crd deploy/helm/fedwarden/crds || { echo "generated files are out of date: run 'make generate' and commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config/crd deploy/helm/fedwarden/crds)" || { echo "make generate created files that are not committed:" >&2; git status --porcelain -- api config/crd deploy/helm/fedwarden/crds >&2; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change: $$out" >&2; exit 1; }
 	go vet ./...
 
 ## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd
 test: tools
 	FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+
+## up: a local federation with samples (builds what is missing first); UP_FLAGS adds flags, e.g. UP_FLAGS='--members 2'
+up: build
+	hack/tools/build.sh etcd kube-apiserver kube-controller-manager
+	FEDWARDEN_BIN_DIR=$(BIN) $(BIN)/fedwarden up --with-samples $(UP_FLAGS)
 
 ## test-unit: only the tests that need no API server
 test-unit:

@@ -16,18 +16,23 @@ mkdir -p "$bin"
 declare -A module=(
 	[controller-gen]=controller-gen
 	[etcd]=etcd
+	[helm]=helm
 	[kube-apiserver]=kubernetes
 	[kube-controller-manager]=kubernetes
 )
 declare -A package=(
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
 	[etcd]=.
+	[helm]=helm.sh/helm/v3/cmd/helm
 	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
 )
 
-# ldflags_of prints the linker flags of a tool. Kubernetes binaries get their
-# version stamped, as a release build does, so that /version reports it.
+# ldflags_of prints the linker flags of a tool. Kubernetes binaries and helm
+# get their version stamped, as a release build does, so that /version and
+# `helm version` report it; helm also gets the Kubernetes version of its
+# client-go, as helm's own Makefile does, which `helm template` and
+# `helm lint` assume of the cluster (unstamped, they assume v1.20).
 ldflags_of() {
 	local flags='-s -w' dir="$root/hack/tools/${module[$1]}" v
 	if [[ ${module[$1]} == kubernetes ]]; then
@@ -35,6 +40,17 @@ ldflags_of() {
 		[[ $v =~ ^v([0-9]+)\.([0-9]+)\. ]] || { echo "cannot read the k8s.io/kubernetes version from $dir/go.mod" >&2; return 1; }
 		local pkg=k8s.io/component-base/version
 		flags+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=${BASH_REMATCH[1]} -X $pkg.gitMinor=${BASH_REMATCH[2]} -X $pkg.gitTreeState=clean"
+	fi
+	if [[ ${module[$1]} == helm ]]; then
+		v=$(awk '$1 == "require" && $2 == "helm.sh/helm/v3" {print $3}' "$dir/go.mod")
+		[[ -n $v ]] || { echo "cannot read the helm.sh/helm/v3 version from $dir/go.mod" >&2; return 1; }
+		flags+=" -X helm.sh/helm/v3/internal/version.version=$v -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+		v=$(awk '$1 == "k8s.io/client-go" {print $2}' "$dir/go.mod")
+		[[ $v =~ ^v0\.([0-9]+)\. ]] || { echo "cannot read the k8s.io/client-go version from $dir/go.mod" >&2; return 1; }
+		local pkg
+		for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+			flags+=" -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=${BASH_REMATCH[1]}"
+		done
 	fi
 	echo "$flags"
 }
@@ -61,5 +77,5 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd kube-apiserver kube-controller-manager)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager)
 for t in "${tools[@]}"; do build "$t"; done
