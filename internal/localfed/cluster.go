@@ -50,17 +50,23 @@ type Cluster struct {
 
 // startCluster prepares the cluster called name in a directory under root
 // and starts its kube-apiserver on a free port.
-func startCluster(ctx context.Context, e *env, root, name string) (*Cluster, error) {
+func startCluster(ctx context.Context, e *env, root, name string, resume bool) (*Cluster, error) {
 	c := &Cluster{Name: name, env: e, dir: filepath.Join(root, name)}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating directory of %s: %w", name, err)
 	}
 	var err error
-	if c.pki, err = newClusterPKI(name); err != nil {
-		return nil, fmt.Errorf("generating certificates of %s: %w", name, err)
-	}
-	if err := c.pki.write(c.dir); err != nil {
-		return nil, fmt.Errorf("writing certificates of %s: %w", name, err)
+	if resume {
+		if c.pki, err = readClusterPKI(c.dir); err != nil {
+			return nil, fmt.Errorf("reading the certificates of %s: %w", name, err)
+		}
+	} else {
+		if c.pki, err = newClusterPKI(name); err != nil {
+			return nil, fmt.Errorf("generating certificates of %s: %w", name, err)
+		}
+		if err := c.pki.write(c.dir); err != nil {
+			return nil, fmt.Errorf("writing certificates of %s: %w", name, err)
+		}
 	}
 	c.CAData = c.pki.servingCA.certPEM
 	return c, c.serve(ctx, true)

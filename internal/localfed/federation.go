@@ -2,10 +2,12 @@ package localfed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,6 +36,8 @@ type env struct {
 	logs         *logSink
 	etcdURL      string
 	startTimeout time.Duration
+	// resume: the data directory holds a federation started before.
+	resume bool
 }
 
 // Start starts one etcd, a host kube-apiserver and the member kube-apiservers,
@@ -49,43 +53,94 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
-	dir, temporary, err := prepareDir(o.dataDir)
+	names := append([]string{HostName}, o.memberNames...)
+	dir, temporary, resume, err := prepareDir(o.dataDir, names)
 	if err != nil {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
-	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout}
+	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, resume: resume}
 	if err := f.start(ctx, e, o.memberNames); err != nil {
+		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
+	}
+	if err := writeMarker(dir, names); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
 	}
 	return f, nil
 }
 
+// markerFile, in a data directory, names the clusters of the federation
+// whose data it holds, so that Start can start it again.
+const markerFile = "localfed.json"
+
+type marker struct {
+	Clusters []string `json:"clusters"`
+}
+
+func writeMarker(dir string, names []string) error {
+	data, err := json.Marshal(marker{Clusters: names})
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", markerFile, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, markerFile), data, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", markerFile, err)
+	}
+	return nil
+}
+
+// resumable tells whether dir holds the data of a federation of the
+// clusters names, started before.
+func resumable(dir string, names []string) (bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, markerFile))
+	if os.IsNotExist(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading %s: %w", markerFile, err)
+	}
+	var m marker
+	if err := json.Unmarshal(data, &m); err != nil {
+		return false, fmt.Errorf("reading %s: %w", markerFile, err)
+	}
+	if !slices.Equal(m.Clusters, names) {
+		return false, fmt.Errorf("data directory %s holds a federation of clusters %v, not %v", dir, m.Clusters, names)
+	}
+	return true, nil
+}
+
 // prepareDir returns the data directory, creating a temporary one when dir
-// is empty; a given directory must be empty.
-func prepareDir(dir string) (path string, temporary bool, err error) {
+// is empty; a given directory must be empty, or hold the data of the same
+// clusters started before (resume).
+func prepareDir(dir string, names []string) (path string, temporary, resume bool, err error) {
 	if dir == "" {
 		dir, err = os.MkdirTemp("", "localfed-")
 		if err != nil {
-			return "", false, fmt.Errorf("creating data directory: %w", err)
+			return "", false, false, fmt.Errorf("creating data directory: %w", err)
 		}
-		return dir, true, nil
+		return dir, true, false, nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", false, fmt.Errorf("creating data directory: %w", err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return "", false, fmt.Errorf("reading data directory: %w", err)
-	}
-	if len(entries) > 0 {
-		return "", false, fmt.Errorf("data directory %s is not empty", dir)
+		return "", false, false, fmt.Errorf("creating data directory: %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", false, fmt.Errorf("resolving data directory: %w", err)
+		return "", false, false, fmt.Errorf("resolving data directory: %w", err)
 	}
-	return abs, false, nil
+	entries, err := os.ReadDir(abs)
+	if err != nil {
+		return "", false, false, fmt.Errorf("reading data directory: %w", err)
+	}
+	if len(entries) == 0 {
+		return abs, false, false, nil
+	}
+	resume, err = resumable(abs, names)
+	if err != nil {
+		return "", false, false, err
+	}
+	if !resume {
+		return "", false, false, fmt.Errorf("data directory %s is not empty, and holds no federation started before", abs)
+	}
+	return abs, false, true, nil
 }
 
 func (f *Federation) start(ctx context.Context, e *env, members []string) error {
@@ -112,7 +167,7 @@ func startClusters(ctx context.Context, e *env, root string, names []string) ([]
 	var wg sync.WaitGroup
 	for i, name := range names {
 		wg.Go(func() {
-			if clusters[i], errs[i] = startCluster(ctx, e, root, name); errs[i] != nil {
+			if clusters[i], errs[i] = startCluster(ctx, e, root, name, e.resume); errs[i] != nil {
 				cancel()
 			}
 		})

@@ -52,7 +52,10 @@ func WithBinDir(dir string) Option {
 }
 
 // WithDataDir sets the directory for certificates, kubeconfigs, logs and etcd
-// data. It must be empty or absent, and Stop keeps it. By default a fresh
+// data. It must be empty or absent, or hold the data of a federation of the
+// same clusters that Start started there before: that federation is started
+// again, with its objects, certificates and keys (on new ports; the
+// kubeconfigs are rewritten). Stop keeps the directory. By default a fresh
 // temporary directory is used and Stop removes it.
 func WithDataDir(dir string) Option {
 	return func(o *options) { o.dataDir = dir }

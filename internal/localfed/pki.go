@@ -134,6 +134,8 @@ type clusterPKI struct {
 // File names in a cluster's directory.
 const (
 	servingCAFile  = "serving-ca.crt"
+	servingCAKey   = "serving-ca.key"
+	clientCAKey    = "client-ca.key"
 	servingCrtFile = "serving.crt"
 	servingKeyFile = "serving.key"
 	clientCAFile   = "client-ca.crt"
@@ -160,6 +162,14 @@ func newClusterPKI(cluster string) (*clusterPKI, error) {
 		servingCAFile: servingCA.certPEM,
 		clientCAFile:  clientCA.certPEM,
 	}}
+	// The CA keys are kept so that a federation started again from its
+	// data directory issues the same kind of credentials.
+	if p.files[servingCAKey], err = encodeKey(servingCA.key); err != nil {
+		return nil, err
+	}
+	if p.files[clientCAKey], err = encodeKey(clientCA.key); err != nil {
+		return nil, err
+	}
 	if p.files[servingCrtFile], p.files[servingKeyFile], err = servingCA.issueServing(); err != nil {
 		return nil, err
 	}
@@ -170,6 +180,44 @@ func newClusterPKI(cluster string) (*clusterPKI, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// readClusterPKI loads the files newClusterPKI wrote to dir.
+func readClusterPKI(dir string) (*clusterPKI, error) {
+	p := &clusterPKI{files: map[string][]byte{}}
+	for _, name := range []string{servingCAFile, servingCAKey, servingCrtFile, servingKeyFile, clientCAFile, clientCAKey, adminCrtFile, adminKeyFile, saKeyFile, saPubFile} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", name, err)
+		}
+		p.files[name] = data
+	}
+	var err error
+	if p.servingCA, err = readAuthority(p.files[servingCAFile], p.files[servingCAKey]); err != nil {
+		return nil, err
+	}
+	if p.clientCA, err = readAuthority(p.files[clientCAFile], p.files[clientCAKey]); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// readAuthority parses a CA's certificate and key.
+func readAuthority(certPEM, keyPEM []byte) (*authority, error) {
+	certBlock, _ := pem.Decode(certPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return nil, fmt.Errorf("a CA certificate or key is not PEM")
+	}
+	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing a CA certificate: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parsing a CA key: %w", err)
+	}
+	return &authority{cert: cert, key: key, certPEM: certPEM}, nil
 }
 
 // newServiceAccountKey generates the key pair that signs service account tokens.

@@ -14,27 +14,69 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // `fedwarden up --members 2 --with-samples` comes up, the sample reaches
 // both members, `fedwarden status` reports the federation, and Ctrl-C
-// (SIGINT) stops every process it started.
+// (SIGINT) stops every process it started. Run again on the same
+// --data-dir, it comes back with what it had.
 func TestUp(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "up")
-	cmd := exec.Command(fedwardenBin, "up", "--members", "2", "--with-samples", "--data-dir", dir)
-	cmd.Env = append(os.Environ(), "FEDWARDEN_BIN_DIR="+os.Getenv("FEDWARDEN_BIN_DIR"))
-	stdout, err := cmd.StdoutPipe()
+	first := startUp(t, dir)
+	host := filepath.Join(dir, "clusters", "host", "kubeconfig")
+	if !strings.Contains(first.printed, "export KUBECONFIG="+host) || !strings.Contains(first.stderr.String(), "• join the members… done") {
+		t.Errorf("fedwarden up printed:\n%s\n%s", first.stderr.String(), first.printed)
+	}
+	for _, m := range []string{"member-1", "member-2"} {
+		checkSampleIn(t, kubeconfigClient(t, filepath.Join(dir, "clusters", m, "kubeconfig")), m)
+	}
+	r := runFedwarden(t, "status", "--host-kubeconfig", host)
+	for _, want := range []string{"member-1   True    Push", "member-2   True    Push", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"} {
+		if r.code != 0 || !strings.Contains(r.stdout, want) {
+			t.Errorf("fedwarden status does not show %q:\n%s", want, r)
+		}
+	}
+	cpv, err := cpvOf(t.Context(), kubeconfigClient(t, host), "demo", "deployment-web")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	first.interrupt(t)
+
+	second := startUp(t, dir)
+	again, err := cpvOf(t.Context(), kubeconfigClient(t, host), "demo", "deployment-web")
+	if err != nil || again.UID != cpv.UID {
+		t.Errorf("after a second up on the same --data-dir, the sample's CPV is %v (%v), want the first run's %s", again.UID, err, cpv.UID)
+	}
+	checkSampleIn(t, kubeconfigClient(t, filepath.Join(dir, "clusters", "member-1", "kubeconfig")), "member-1")
+	second.interrupt(t)
+}
+
+// upRun is a running `fedwarden up`.
+type upRun struct {
+	dir     string
+	cmd     *exec.Cmd
+	stderr  *strings.Builder
+	printed string
+	exited  chan error
+}
+
+// startUp runs `fedwarden up --members 2 --with-samples --data-dir dir` and
+// waits until it says it is up.
+func startUp(t *testing.T, dir string) *upRun {
+	t.Helper()
+	u := &upRun{dir: dir, stderr: &strings.Builder{}, exited: make(chan error, 1)}
+	u.cmd = exec.Command(fedwardenBin, "up", "--members", "2", "--with-samples", "--data-dir", dir)
+	stdout, err := u.cmd.StdoutPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	u.cmd.Stderr = u.stderr
+	u.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := u.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
 	up := make(chan string, 1)
 	go func() {
 		var out strings.Builder
@@ -45,57 +87,52 @@ func TestUp(t *testing.T) {
 				up <- out.String()
 			}
 		}
-		exited <- cmd.Wait()
+		u.exited <- u.cmd.Wait()
 	}()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-
-	var printed string
+	t.Cleanup(func() { _ = u.cmd.Process.Kill() })
 	select {
-	case printed = <-up:
-	case err := <-exited:
-		t.Fatalf("fedwarden up exited (%v):\n%s", err, stderr.String())
+	case u.printed = <-up:
+	case err := <-u.exited:
+		t.Fatalf("fedwarden up exited (%v):\n%s", err, u.stderr.String())
 	case <-time.After(3 * time.Minute):
-		t.Fatalf("fedwarden up did not come up in 3 minutes:\n%s", stderr.String())
+		t.Fatalf("fedwarden up did not come up in 3 minutes:\n%s", u.stderr.String())
 	}
-	host := filepath.Join(dir, "clusters", "host", "kubeconfig")
-	if !strings.Contains(printed, "export KUBECONFIG="+host) || !strings.Contains(stderr.String(), "• join the members… done") {
-		t.Errorf("fedwarden up printed:\n%s\n%s", stderr.String(), printed)
-	}
-	for _, m := range []string{"member-1", "member-2"} {
-		checkSampleIn(t, filepath.Join(dir, "clusters", m, "kubeconfig"), m)
-	}
-	r := runFedwarden(t, "status", "--host-kubeconfig", host)
-	for _, want := range []string{"member-1   True    Push", "member-2   True    Push", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"} {
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
-			t.Errorf("fedwarden status does not show %q:\n%s", want, r)
-		}
-	}
+	return u
+}
 
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+// interrupt sends SIGINT, as Ctrl-C does, and checks that up exits cleanly
+// and leaves no process behind.
+func (u *upRun) interrupt(t *testing.T) {
+	t.Helper()
+	if err := u.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-u.exited:
 		if err != nil {
-			t.Errorf("fedwarden up after Ctrl-C: %v\n%s", err, stderr.String())
+			t.Errorf("fedwarden up after Ctrl-C: %v\n%s", err, u.stderr.String())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("fedwarden up did not stop within 60 s of Ctrl-C:\n%s", stderr.String())
+		t.Fatalf("fedwarden up did not stop within 60 s of Ctrl-C:\n%s", u.stderr.String())
 	}
-	if left := processesUsing(t, dir); len(left) > 0 {
+	if left := processesUsing(t, u.dir); len(left) > 0 {
 		t.Errorf("processes left behind after Ctrl-C: %v", left)
 	}
 }
 
-// checkSampleIn checks that a member has the sample Deployment, with its
-// cluster's overrides.
-func checkSampleIn(t *testing.T, kubeconfig, member string) {
+func kubeconfigClient(t *testing.T, kubeconfig string) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, cfg)
+	return newClient(t, cfg)
+}
+
+// checkSampleIn checks that a member has the sample Deployment, with its
+// cluster's overrides.
+func checkSampleIn(t *testing.T, c client.Client, member string) {
+	t.Helper()
 	d := &appsv1.Deployment{}
 	if err := c.Get(t.Context(), types.NamespacedName{Namespace: "demo", Name: "web"}, d); err != nil {
 		t.Fatalf("%s has no sample Deployment: %v", member, err)

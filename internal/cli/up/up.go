@@ -21,6 +21,7 @@ import (
 type options struct {
 	members     int
 	dataDir     string
+	keep        bool // --data-dir was given: keep state between runs
 	binDir      string
 	withSamples bool
 	timeout     time.Duration
@@ -38,12 +39,14 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"controller-manager; and, with --with-samples, applies a sample federated namespace and\n" +
 			"FederatedDeployment with overrides. It prints what to type next and runs until Ctrl-C,\n" +
 			"which stops every process it started.\n\n" +
-			"Kubeconfigs, logs and data go under --data-dir (default .fedwarden), which is emptied first:\n" +
-			"every run starts a fresh federation.\n\n" +
+			"Kubeconfigs, logs and data go under .fedwarden, emptied first: every run starts a fresh\n" +
+			"federation. With --data-dir, the state is kept between runs: a directory holding a federation\n" +
+			"up started before (with as many members) is started again, with its objects.\n\n" +
 			"Exit codes: 0 stopped by Ctrl-C, 1 could not start, 2 bad flags.",
 		Example: "  fedwarden up --with-samples\n  fedwarden up --members 2 --data-dir /tmp/fed",
 		Args:    cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.keep = cmd.Flags().Changed("data-dir")
 			if err := o.validate(); err != nil {
 				return streams.UsageError(err)
 			}
@@ -52,7 +55,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.members, "members", o.members, "member clusters to start (1 to 6)")
-	f.StringVar(&o.dataDir, "data-dir", o.dataDir, "directory for kubeconfigs, logs and data; emptied first")
+	f.StringVar(&o.dataDir, "data-dir", o.dataDir, "directory for kubeconfigs, logs and data, kept between runs (the default one is emptied first)")
 	f.StringVar(&o.binDir, "bin-dir", "", "directory of etcd, kube-apiserver and kube-controller-manager (default $FEDWARDEN_BIN_DIR, else bin/ of the Fedwarden checkout)")
 	f.BoolVar(&o.withSamples, "with-samples", false, "apply a sample FederatedNamespace and FederatedDeployment with overrides")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long starting may take")
@@ -77,7 +80,7 @@ var regions = []string{"us-east", "eu-west", "ap-south", "us-west", "eu-north", 
 
 // run brings the federation up, waits for Ctrl-C and brings it down.
 func run(ctx context.Context, s streams.IO, o *options) error {
-	dir, err := freshDir(o.dataDir)
+	dir, err := prepareDir(o.dataDir, o.keep)
 	if err != nil {
 		return err
 	}
@@ -104,9 +107,9 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	return nil
 }
 
-// freshDir empties dir (creating it) and returns its absolute path. It
-// refuses a directory that does not look like one up made.
-func freshDir(dir string) (string, error) {
+// prepareDir returns dir's absolute path, creating it; unless keep, it is
+// emptied first. It refuses a non-empty directory that up did not make.
+func prepareDir(dir string, keep bool) (string, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return "", fmt.Errorf("resolving --data-dir: %w", err)
@@ -117,10 +120,13 @@ func freshDir(dir string) (string, error) {
 	}
 	if len(entries) > 0 {
 		if _, err := os.Stat(filepath.Join(abs, markerFile)); err != nil {
-			return "", fmt.Errorf("--data-dir %s is not empty and was not made by 'fedwarden up': refusing to empty it", abs)
+			return "", fmt.Errorf("--data-dir %s is not empty and was not made by 'fedwarden up': refusing to use it", abs)
+		}
+		if keep {
+			return abs, nil
 		}
 		if err := os.RemoveAll(abs); err != nil {
-			return "", fmt.Errorf("emptying --data-dir: %w", err)
+			return "", fmt.Errorf("emptying %s: %w", abs, err)
 		}
 	}
 	if err := os.MkdirAll(abs, 0o700); err != nil {
@@ -129,5 +135,6 @@ func freshDir(dir string) (string, error) {
 	return abs, nil
 }
 
-// markerFile marks a data directory up made, which it may empty.
+// markerFile marks a data directory up made, which it may empty or start
+// again.
 const markerFile = "fedwarden-up"
