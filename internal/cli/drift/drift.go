@@ -21,6 +21,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
 
 // options are the flags of drift.
@@ -145,7 +146,7 @@ func list(ctx context.Context, c client.Reader, namespace string) ([]Entry, erro
 	if err := c.List(ctx, ftcs); err != nil {
 		ftcs.Items = nil
 	}
-	return entries(cpvs.Items, clusterScoped(ftcs.Items)), nil
+	return entries(cpvs.Items, federatedtype.ClusterScoped(ftcs.Items)), nil
 }
 
 // scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.

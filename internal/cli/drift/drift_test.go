@@ -15,6 +15,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -93,8 +94,8 @@ func testCPVs() []typesv1beta1.ClusterPropagatedVersion {
 	}
 }
 
-func testScopes() scopes {
-	return clusterScoped([]corev1beta1.FederatedTypeConfig{
+func testScopes() federatedtype.Scopes {
+	return federatedtype.ClusterScoped([]corev1beta1.FederatedTypeConfig{
 		{Spec: corev1beta1.FederatedTypeConfigSpec{FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Kind: "FederatedDeployment", Scope: corev1beta1.NamespaceScoped}}},
 		{Spec: corev1beta1.FederatedTypeConfigSpec{FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Kind: "FederatedClusterRole", Scope: corev1beta1.ClusterScoped}}},
 	})
@@ -116,7 +117,7 @@ func TestEntries(t *testing.T) {
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("entries:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
 	}
-	without := entries(testCPVs(), scopes{})
+	without := entries(testCPVs(), federatedtype.Scopes{})
 	if i := slices.IndexFunc(without, func(e Entry) bool { return e.Name == "reader" }); without[i].Namespace != corev1beta1.DefaultFederationNamespace {
 		t.Errorf("without type configs, the cluster-scoped resource is in namespace %q", without[i].Namespace)
 	}

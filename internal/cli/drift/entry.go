@@ -6,10 +6,9 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
 
 // Entry is one member copy that is not in sync: a line of the table, an
@@ -46,43 +45,14 @@ func (e Entry) resource() string {
 	return strings.ToLower(e.Kind) + "/" + e.Name
 }
 
-// scopes tells which federated kinds are cluster-scoped.
-type scopes map[schema.GroupKind]bool
-
-// clusterScoped returns the cluster-scoped federated kinds of ftcs.
-func clusterScoped(ftcs []corev1beta1.FederatedTypeConfig) scopes {
-	out := scopes{}
-	for _, ftc := range ftcs {
-		f := ftc.Spec.FederatedType
-		if f.Scope == corev1beta1.ClusterScoped {
-			out[schema.GroupKind{Group: f.Group, Kind: f.Kind}] = true
-		}
-	}
-	return out
-}
-
-// has tells whether the kind of cpv's federated resource is
-// cluster-scoped; without an apiVersion, any group of that kind will do.
-func (s scopes) has(spec typesv1beta1.ClusterPropagatedVersionSpec) bool {
-	if spec.TemplateAPIVersion != "" {
-		return s[schema.FromAPIVersionAndKind(spec.TemplateAPIVersion, spec.TemplateKind).GroupKind()]
-	}
-	for gk := range s {
-		if gk.Kind == spec.TemplateKind {
-			return true
-		}
-	}
-	return false
-}
-
 // entries returns the cluster entries of cpvs that are not in sync, sorted
 // by namespace, resource and cluster. An entry without a state has not
 // been classified: it is left out.
-func entries(cpvs []typesv1beta1.ClusterPropagatedVersion, cluster scopes) []Entry {
+func entries(cpvs []typesv1beta1.ClusterPropagatedVersion, cluster federatedtype.Scopes) []Entry {
 	out := []Entry{}
 	for _, cpv := range cpvs {
 		namespace := cpv.Namespace
-		if cluster.has(cpv.Spec) {
+		if cluster.Has(cpv.Spec) {
 			namespace = ""
 		}
 		for _, cv := range cpv.Status.ClusterVersions {

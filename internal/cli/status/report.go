@@ -7,10 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
 
 // objects are what a report is made of, as read from the host.
@@ -132,7 +132,7 @@ func newReport(objs objects, top int) Report {
 		Clusters:       make([]Cluster, 0, len(objs.clusters)),
 		Types:          make([]TypeConfig, 0, len(objs.types)),
 		Resources:      resources(objs.cpvs),
-		WorstOffenders: offenders(objs.cpvs, clusterScoped(objs.types), top),
+		WorstOffenders: offenders(objs.cpvs, federatedtype.ClusterScoped(objs.types), top),
 	}
 	for _, c := range objs.clusters {
 		r.Clusters = append(r.Clusters, cluster(c))
@@ -250,7 +250,7 @@ func driftedSince(cpv typesv1beta1.ClusterPropagatedVersion) *metav1.Time {
 // offenders returns the top drifted resources of cpvs: the most drifted
 // clusters first, then the oldest drift, then those that do not say since
 // when they drift.
-func offenders(cpvs []typesv1beta1.ClusterPropagatedVersion, clusterScoped scopes, top int) []Offender {
+func offenders(cpvs []typesv1beta1.ClusterPropagatedVersion, clusterScoped federatedtype.Scopes, top int) []Offender {
 	out := []Offender{}
 	for _, cpv := range cpvs {
 		n := drifted(cpv)
@@ -258,7 +258,7 @@ func offenders(cpvs []typesv1beta1.ClusterPropagatedVersion, clusterScoped scope
 			continue
 		}
 		namespace := cpv.Namespace
-		if clusterScoped.has(cpv.Spec) {
+		if clusterScoped.Has(cpv.Spec) {
 			namespace = ""
 		}
 		out = append(out, Offender{
@@ -294,34 +294,4 @@ func compareSince(a, b *metav1.Time) int {
 	default:
 		return a.Compare(b.Time)
 	}
-}
-
-// scopes tells which federated kinds are cluster-scoped.
-type scopes map[schema.GroupKind]bool
-
-// clusterScoped returns the cluster-scoped federated kinds of ftcs.
-func clusterScoped(ftcs []corev1beta1.FederatedTypeConfig) scopes {
-	out := scopes{}
-	for _, ftc := range ftcs {
-		f := ftc.Spec.FederatedType
-		if f.Scope == corev1beta1.ClusterScoped {
-			out[schema.GroupKind{Group: f.Group, Kind: f.Kind}] = true
-		}
-	}
-	return out
-}
-
-// has tells whether the federated resource of spec is of a cluster-scoped
-// kind, whose ClusterPropagatedVersion lives in the control-plane
-// namespace; without an apiVersion, any group of that kind will do.
-func (s scopes) has(spec typesv1beta1.ClusterPropagatedVersionSpec) bool {
-	if spec.TemplateAPIVersion != "" {
-		return s[schema.FromAPIVersionAndKind(spec.TemplateAPIVersion, spec.TemplateKind).GroupKind()]
-	}
-	for gk := range s {
-		if gk.Kind == spec.TemplateKind {
-			return true
-		}
-	}
-	return false
 }
