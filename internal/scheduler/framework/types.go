@@ -73,10 +73,28 @@ func (c *Cluster) PreviousReplicas(w *Workload) int64 {
 }
 
 // State is what every plugin is given: the workload and all candidates.
-// New inputs become fields here, never parameters.
+// New inputs become fields here, never parameters. A State belongs to one
+// decision, made by one goroutine.
 type State struct {
 	Workload *Workload
 	Clusters []*Cluster
+
+	memo map[string]any
+}
+
+// Memo returns what compute returned the first time it was asked for key
+// during this decision: plugins keep figures over all clusters there
+// rather than computing them again for each cluster.
+func (s *State) Memo(key string, compute func() any) any {
+	if v, ok := s.memo[key]; ok {
+		return v
+	}
+	if s.memo == nil {
+		s.memo = map[string]any{}
+	}
+	v := compute()
+	s.memo[key] = v
+	return v
 }
 
 // ScoredCluster is a feasible cluster with its total score.

@@ -69,8 +69,12 @@ func (*Plugin) Score(s *framework.State, c *framework.Cluster) (int64, framework
 }
 
 // roomiest is the most pods that fit in any measured cluster of s where
-// something limits them.
+// something limits them, computed once per decision.
 func roomiest(s *framework.State) int64 {
+	return s.Memo(Name+"/roomiest", func() any { return computeRoomiest(s) }).(int64)
+}
+
+func computeRoomiest(s *framework.State) int64 {
 	var most int64
 	for _, c := range s.Clusters {
 		if c.Capacity == nil {
