@@ -92,7 +92,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	if n, ok := in.replicas[name]; ok {
 		replicas = &n
 	}
-	desired, err := Desired(r.typ, in.fed, name, replicas)
+	desired, err := renderFor(r.typ, in.fed, in.spec, name, replicas)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}

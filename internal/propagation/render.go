@@ -65,6 +65,11 @@ func Desired(typ Type, fed *unstructured.Unstructured, cluster string, replicas 
 	if err != nil {
 		return nil, err
 	}
+	return renderFor(typ, fed, spec, cluster, replicas)
+}
+
+// renderFor is Desired for a spec already parsed.
+func renderFor(typ Type, fed *unstructured.Unstructured, spec federated, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
 	desired, err := render(typ, fed, spec.overridesFor(cluster))
 	if err != nil {
 		return nil, err
