@@ -24,3 +24,46 @@ func ClusterRoleName(cluster string) string { return "fedwarden:member:" + clust
 // CredentialsSecretName is the name of the host Secret holding the member's
 // token and CA.
 func CredentialsSecretName(cluster string) string { return "fedwarden-" + cluster + "-credentials" }
+
+// Names of a Pull cluster's agent. On the host, the agent of cluster NAME is
+// the ServiceAccount fedwarden-agent-NAME of the control-plane namespace,
+// renews the Lease of the same name there, and is bound to the shared
+// ClusterRole AgentClusterRoleName. In the member, it runs as the
+// ServiceAccount AgentMemberServiceAccountName of the control-plane namespace.
+const (
+	// AgentPrefix starts the name of every agent's ServiceAccount and Lease
+	// on the host; the admission policy that isolates agents reads the
+	// cluster name after it.
+	AgentPrefix = "fedwarden-agent-"
+	// AgentClusterRoleName is the host ClusterRole every agent is bound to:
+	// reading what is placed on its cluster, and writing CPV status.
+	AgentClusterRoleName = "fedwarden:agent"
+	// AgentMemberServiceAccountName is the agent's ServiceAccount in its
+	// member, and the name of its ClusterRole and binding there.
+	AgentMemberServiceAccountName = "fedwarden-agent"
+	// AgentHostKubeconfigSecretName is the member Secret holding the agent's
+	// kubeconfig of the host, under AgentHostKubeconfigKey.
+	AgentHostKubeconfigSecretName = "fedwarden-agent-host"
+	// AgentHostKubeconfigKey is that Secret's key.
+	AgentHostKubeconfigKey = "kubeconfig"
+)
+
+// AgentServiceAccountName is the host ServiceAccount of cluster's agent.
+func AgentServiceAccountName(cluster string) string { return AgentPrefix + cluster }
+
+// AgentTokenSecretName is the host Secret holding the long-lived token of
+// cluster's agent.
+func AgentTokenSecretName(cluster string) string { return AgentPrefix + cluster + "-token" }
+
+// AgentLeaseName is the host Lease cluster's agent renews; the health
+// controller derives the cluster's Ready condition from it.
+func AgentLeaseName(cluster string) string { return AgentPrefix + cluster }
+
+// AgentBindingName names the host ClusterRoleBinding, Role and RoleBinding of
+// cluster's agent.
+func AgentBindingName(cluster string) string { return "fedwarden:agent:" + cluster }
+
+// AgentFieldManager is the field manager of cluster's agent's writes to
+// ClusterPropagatedVersion status: one per cluster, so that agents never
+// take each other's entries.
+func AgentFieldManager(cluster string) string { return AgentPrefix + cluster }
