@@ -127,6 +127,13 @@ type ClusterVersion struct {
 	// Remediation in effect for this cluster: Enforce or Alert.
 	// +optional
 	Remediation Remediation `json:"remediation,omitempty"`
+
+	// Resync is the value of the federated resource's kubefed.io/resync
+	// annotation this cluster last acted on; set by a Pull cluster's agent,
+	// which writes only its own entry.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Resync string `json:"resync,omitempty"`
 }
 
 // ClusterPropagatedVersionStatus is the control plane's version and each

@@ -376,4 +376,8 @@ const (
 	// to every cluster it is placed on, even when the versions match
 	// (`fedwarden resync` and Kyverno policies set it).
 	AnnotationResync = "kubefed.io/resync"
+	// LabelPlacedPrefix starts a label of a ClusterPropagatedVersion per
+	// cluster in its spec.clusters (placed.fedwarden.io/<cluster>), so that a
+	// Pull cluster's agent watches only the CPVs placed on it.
+	LabelPlacedPrefix = "placed.fedwarden.io/"
 )
