@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -91,13 +92,14 @@ func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.Even
 }
 
 // SetupWithManager registers the controller: it watches FederatedClusters
-// (spec and labels, not its own status writes) and the credential Secrets
-// of the control-plane namespace.
+// (spec and labels, not its own status writes), the credential Secrets and
+// the agents' Leases of the control-plane namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1beta1.FederatedCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.clusterForLease)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
 		Complete(r)
 }
@@ -143,7 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.writeStatus(ctx, fc, obs); err != nil {
 		return reconcile.Result{}, err
 	}
-	return reconcile.Result{RequeueAfter: r.opts.Period}, nil
+	return reconcile.Result{RequeueAfter: r.nextVisit(obs)}, nil
 }
 
 // observe connects to the cluster and probes it. A positive wait means the
@@ -151,7 +153,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (r *Reconciler) observe(ctx context.Context, fc *corev1beta1.FederatedCluster) (observation, time.Duration, error) {
 	if fc.Spec.SyncMode == corev1beta1.SyncModePull {
 		r.cache.Remove(fc.Name)
-		return observation{pull: true}, 0, nil
+		r.resetHistory(fc.Name)
+		lease, err := r.readLease(ctx, fc.Name)
+		if err != nil {
+			return observation{}, 0, err
+		}
+		return observation{pull: true, lease: lease}, 0, nil
 	}
 	conn, err := clustercache.Load(ctx, r.client, r.opts.Namespace, fc)
 	var malformed *clustercache.MalformedError
@@ -171,6 +178,19 @@ func (r *Reconciler) observe(ctx context.Context, fc *corev1beta1.FederatedClust
 		return observation{}, wait, nil
 	}
 	return r.probe(ctx, fc.Name, member), 0, nil
+}
+
+// nextVisit is when to look at a cluster again: after the probe period,
+// or, for a Pull cluster whose agent is alive, just after its Lease would
+// expire if it is not renewed before (a renewal triggers a visit anyway).
+func (r *Reconciler) nextVisit(obs observation) time.Duration {
+	if !obs.pull || !obs.lease.found {
+		return r.opts.Period
+	}
+	if until := obs.lease.expiresAt().Sub(r.now()) + time.Second; until > 0 && until < r.opts.Period {
+		return until
+	}
+	return r.opts.Period
 }
 
 // untilDue returns how long until the cluster's next probe is due: zero when

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"fmt"
+	"time"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -24,8 +27,10 @@ type observation struct {
 	// malformed is set when the connection settings cannot be used; the
 	// cluster was not probed.
 	malformed *clustercache.MalformedError
-	// pull is set for a Pull cluster, which the host does not probe.
-	pull bool
+	// pull is set for a Pull cluster, which the host does not probe; its
+	// agent's Lease says whether it is alive.
+	pull  bool
+	lease agentLease
 	// probe is the result of the probe, when there was one.
 	probe probeResult
 	// streak counts the probes in a row, this one included, that agreed
@@ -51,10 +56,8 @@ func nextStatus(old corev1beta1.FederatedClusterStatus, obs observation, th Thre
 		set(corev1beta1.ClusterOffline, metav1.ConditionUnknown, corev1beta1.ReasonNotProbed, "the cluster is not probed until its connection settings are fixed")
 		return st
 	case obs.pull:
-		const msg = "a Pull cluster is Ready while its agent renews its Lease on the host; no agent has renewed one"
 		set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
-		set(corev1beta1.ClusterReady, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
-		set(corev1beta1.ClusterOffline, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
+		applyLease(&st, obs.lease, now.Time, set)
 		return st
 	}
 	set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
@@ -103,5 +106,26 @@ func applyProbe(st *corev1beta1.FederatedClusterStatus, p probeResult, set func(
 	case probeUnreachable:
 		set(corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, p.message)
 		set(corev1beta1.ClusterOffline, metav1.ConditionTrue, corev1beta1.ReasonClusterUnreachable, p.message)
+	}
+}
+
+// applyLease sets Ready, Offline and the version of a Pull cluster from
+// its agent's Lease: Ready while the agent renews it in time.
+func applyLease(st *corev1beta1.FederatedClusterStatus, l agentLease, now time.Time, set func(typ string, status metav1.ConditionStatus, reason, message string)) {
+	switch {
+	case !l.found:
+		const msg = "a Pull cluster is Ready while its agent renews its Lease on the host; no agent has renewed one"
+		set(corev1beta1.ClusterReady, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
+		set(corev1beta1.ClusterOffline, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
+	case now.After(l.expiresAt()):
+		msg := fmt.Sprintf("the agent %s has not renewed its Lease since %s (it is valid for %s)", l.holder, l.renewed.UTC().Format(time.RFC3339), l.duration)
+		set(corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonAgentLeaseExpired, msg)
+		set(corev1beta1.ClusterOffline, metav1.ConditionTrue, corev1beta1.ReasonAgentLeaseExpired, msg)
+	default:
+		set(corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonAgentRenewing, fmt.Sprintf("the agent %s renews its Lease on the host", l.holder))
+		set(corev1beta1.ClusterOffline, metav1.ConditionFalse, corev1beta1.ReasonAgentRenewing, "the agent reaches the host")
+		if l.version != "" {
+			st.KubernetesVersion = l.version
+		}
 	}
 }

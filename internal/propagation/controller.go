@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -84,22 +86,44 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 		}
 		opts.Scheduler = sched
 	}
-	c := &Controller{typ: typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
-	r := &Reconciler{
-		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), clusters: clusters, namespaces: namespaces, notifier: notifier,
-		opts: opts, now: time.Now, recorder: mgr.GetEventRecorder("fedwarden-propagation"), drifted: newDriftGauge(typ.Federated.Kind),
+	r := newReconciler(mgr, typ, opts)
+	r.clusters, r.namespaces, r.notifier = clusters, namespaces, notifier
+	return newController(mgr, r, "propagation-"+typ.Name)
+}
+
+// NewAgent returns the controller of typ in the agent of the Pull cluster
+// member.Name: it syncs the resources whose CPV places them there to member,
+// with the same code as the host, and writes that cluster's entry of their
+// CPVs as fieldManager. It expects a manager whose cache holds only the CPVs
+// placed on the cluster.
+func NewAgent(mgr manager.Manager, typ Type, member *clustercache.Member, fieldManager string, opts Options) (*Controller, error) {
+	r := newReconciler(mgr, typ, opts)
+	r.agent = &agentSide{cluster: member.Name, member: member, fieldManager: fieldManager}
+	return newController(mgr, r, "agent-"+typ.Name)
+}
+
+func newReconciler(mgr manager.Manager, typ Type, opts Options) *Reconciler {
+	return &Reconciler{
+		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, now: time.Now,
+		recorder: mgr.GetEventRecorder("fedwarden-propagation"), drifted: newDriftGauge(typ.Federated.Kind),
 	}
-	r.watches = newMemberWatches(typ, c.enqueue, opts.MemberListTimeout)
+}
+
+// newController wires r into a controller named name: its watches, and the
+// member watches that enqueue it.
+func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller, error) {
+	c := &Controller{typ: r.typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
+	r.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout)
 	r.stopped = c.stopped
 	c.reconciler = r
-	ctrl, err := controller.NewTypedUnmanaged("propagation-"+typ.Name, controller.TypedOptions[reconcile.Request]{
+	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
 		Reconciler:              r,
-		MaxConcurrentReconciles: opts.Workers,
+		MaxConcurrentReconciles: r.opts.Workers,
 		SkipNameValidation:      new(true),
 		Logger:                  mgr.GetLogger(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating the propagation controller of %s: %w", typ.Name, err)
+		return nil, fmt.Errorf("creating the controller of %s: %w", r.typ.Name, err)
 	}
 	c.ctrl = ctrl
 	if err := c.watch(mgr); err != nil {
@@ -108,17 +132,35 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 	return c, nil
 }
 
+// WatchMember starts watching the managed copies in the agent's cluster at
+// once, rather than at the first sync, so that a copy changed there is
+// seen even before any resource is placed.
+func (c *Controller) WatchMember(ctx context.Context) error {
+	if c.reconciler.agent == nil {
+		return nil
+	}
+	_, err := c.reconciler.watches.lister(ctx, c.reconciler.agent.member)
+	return err
+}
+
 func (c *Controller) watch(mgr manager.Manager) error {
 	fed := c.typ.newFederated()
 	sources := []source.TypedSource[reconcile.Request]{
 		source.Kind(mgr.GetCache(), fed, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, federatedChanged()),
-		source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.reconciler.allFederated), clusterChanged()),
-		source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
+		// Someone else's CPV writes: a Pull cluster's agent reporting (on
+		// the host), the host's placement or versions (in an agent).
+		source.Kind(mgr.GetCache(), &typesv1beta1.ClusterPropagatedVersion{}, handler.TypedEnqueueRequestsFromMapFunc(c.cpvTarget), c.notOwnWrite()),
 		source.TypedChannel(c.events, handler.TypedFuncs[reconcile.Request, reconcile.Request]{
 			GenericFunc: func(_ context.Context, e event.TypedGenericEvent[reconcile.Request], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				q.Add(e.Object)
 			},
 		}),
+	}
+	if c.reconciler.agent == nil {
+		sources = append(sources,
+			source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.reconciler.allFederated), clusterChanged()),
+			source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
+		)
 	}
 	for _, s := range sources {
 		if err := c.ctrl.Watch(s); err != nil {
@@ -150,6 +192,32 @@ func (c *Controller) enqueue(req reconcile.Request) {
 	select {
 	case c.events <- event.TypedGenericEvent[reconcile.Request]{Object: req}:
 	case <-c.stopped:
+	}
+}
+
+// cpvTarget maps a ClusterPropagatedVersion to the federated resource of
+// this type it tracks.
+func (c *Controller) cpvTarget(_ context.Context, cpv *typesv1beta1.ClusterPropagatedVersion) []reconcile.Request {
+	if cpv.Spec.TemplateKind != c.typ.Federated.Kind || cpv.Spec.TemplateAPIVersion != c.typ.Federated.GroupVersion().String() {
+		return nil
+	}
+	key := types.NamespacedName{Name: cpv.Spec.Template}
+	if c.typ.FederatedNamespaced {
+		key.Namespace = cpv.Namespace
+	}
+	return []reconcile.Request{{NamespacedName: key}}
+}
+
+// notOwnWrite lets through CPV events that this controller's own writes
+// do not explain.
+func (c *Controller) notOwnWrite() predicate.TypedPredicate[*typesv1beta1.ClusterPropagatedVersion] {
+	return predicate.TypedFuncs[*typesv1beta1.ClusterPropagatedVersion]{
+		CreateFunc: func(e event.TypedCreateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
+			return !c.reconciler.ownWrites.mine(e.Object)
+		},
+		UpdateFunc: func(e event.TypedUpdateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
+			return !c.reconciler.ownWrites.mine(e.ObjectNew)
+		},
 	}
 }
 

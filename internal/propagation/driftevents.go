@@ -17,6 +17,9 @@ func (r *Reconciler) recordDrift(fed *unstructured.Unstructured, in *syncInput, 
 		return
 	}
 	for _, res := range results {
+		if res.fromAgent {
+			continue // a Pull cluster's agent records its own Events
+		}
 		prev := in.previous[res.name]
 		switch {
 		case res.healed.state != "":

@@ -43,6 +43,12 @@ type clusterResult struct {
 	remediation typesv1beta1.Remediation
 	// healed is the drift this sync found and re-applied over.
 	healed finding
+	// fromAgent: a Pull cluster, which the host does not write; entry is
+	// the CPV entry its agent wrote (nil before its first report), kept as
+	// it is, and pending is set while that entry is not current.
+	fromAgent bool
+	entry     *typesv1beta1.ClusterVersion
+	pending   bool
 }
 
 func unreachable(name, message string) clusterResult {
@@ -60,6 +66,9 @@ func inSync(name string, obj *unstructured.Unstructured) clusterResult {
 // reach returns the clients of a placed cluster that may be written to, or
 // why not.
 func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clustercache.Member, *clusterResult) {
+	if r.agent != nil {
+		return r.agent.member, nil // an agent writes to its own cluster
+	}
 	if fc == nil {
 		res := unreachable(name, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name))
 		return nil, &res
@@ -277,7 +286,7 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.M
 // deleteCopy deletes the managed member copy of fed in a cluster it is no
 // longer placed on. done is false when the cluster cannot be reached now.
 func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
-	if fc == nil {
+	if fc == nil && r.agent == nil {
 		return true, nil // the cluster left the federation
 	}
 	member, failed := r.reach(name, fc)

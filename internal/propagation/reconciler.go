@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -42,6 +43,11 @@ type Reconciler struct {
 	drifted    *driftGauge
 	now        func() time.Time
 	stopped    <-chan struct{} // closed when the controller has stopped
+	// agent is set when the reconciler runs in a Pull cluster's agent.
+	agent *agentSide
+	// ownWrites are the resourceVersions of the CPVs this reconciler
+	// wrote last, so that their watch events do not trigger a sync.
+	ownWrites ownWrites
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -52,8 +58,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, fed); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.drifted.forget(req.NamespacedName)
+			fed.SetNamespace(req.Namespace)
+			fed.SetName(req.Name)
+			r.ownWrites.forget(r.cpvKey(fed))
 		}
 		return reconcile.Result{}, ignoreNotFound(err)
+	}
+	if r.agent != nil {
+		return r.reconcileAgent(ctx, fed)
 	}
 	if !fed.GetDeletionTimestamp().IsZero() {
 		return r.reconcileDelete(ctx, fed)
@@ -229,6 +241,11 @@ func (r *Reconciler) syncAll(ctx context.Context, in *syncInput, placed []string
 	results := make([]clusterResult, len(placed))
 	var wg sync.WaitGroup
 	for i, name := range placed {
+		if fc := set[name]; isPull(fc) && r.agent == nil {
+			prev, recorded := in.previous[name]
+			results[i] = reportedByAgent(name, fc, prev, recorded, in.v)
+			continue
+		}
 		wg.Go(func() { results[i] = r.syncCluster(ctx, in, name, set[name]) })
 	}
 	wg.Wait()
@@ -242,6 +259,12 @@ func (r *Reconciler) removeUnplaced(ctx context.Context, fed *unstructured.Unstr
 	for _, cv := range cpv.Status.ClusterVersions {
 		name := string(cv.ClusterName)
 		if slices.Contains(placed, name) {
+			continue
+		}
+		if isPull(set[name]) {
+			// Its agent deletes the copy, then its entry.
+			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
+				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy", name)})
 			continue
 		}
 		if done, failed := r.deleteCopy(ctx, fed, name, set[name]); !done {
@@ -284,7 +307,8 @@ func (r *Reconciler) writeDeletionPending(ctx context.Context, fed *unstructured
 	old := federatedStatusOf(fed)
 	next := *old.DeepCopy()
 	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonDeletionPending,
-		fmt.Sprintf("deleting: waiting to delete the copies in clusters %s, which cannot be reached; they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
+		fmt.Sprintf("deleting: waiting for the copies in clusters %s to be deleted: they cannot be reached, or their agents (Pull) have not deleted them yet; "+
+			"they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
 		fed.GetGeneration(), metav1.NewTime(r.now()))
 	return r.patchFederatedStatus(ctx, fed, old, next)
 }
@@ -327,7 +351,18 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 	}
 	slices.Sort(names)
 	var pending []string
+	reported := map[string]bool{}
+	for _, cv := range cpv.Status.ClusterVersions {
+		reported[string(cv.ClusterName)] = true
+	}
 	for _, name := range slices.Compact(names) {
+		if isPull(set[name]) {
+			// Its agent deletes the copy, then its entry.
+			if reported[name] {
+				pending = append(pending, name)
+			}
+			continue
+		}
 		done, failed := r.deleteCopy(ctx, fed, name, set[name])
 		nothingThere := !known[name] && failed != nil && failed.listFailed
 		if !done && !nothingThere {
@@ -382,24 +417,47 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 	}
 	if cpv.ResourceVersion == "" {
 		cpv = &typesv1beta1.ClusterPropagatedVersion{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}, Labels: placedLabels(nil, placed)},
 			Spec:       want,
 		}
 		if err := r.client.Create(ctx, cpv); err != nil {
 			return nil, fmt.Errorf("creating ClusterPropagatedVersion %s: %w", key, err)
 		}
+		r.ownWrites.record(cpv)
 		return cpv, nil
 	}
-	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) {
+	labels := placedLabels(cpv.Labels, placed)
+	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) && maps.Equal(cpv.Labels, labels) {
 		return cpv, nil
 	}
 	before := cpv.DeepCopy()
 	cpv.Spec = want
 	cpv.OwnerReferences = []metav1.OwnerReference{owner}
+	cpv.Labels = labels
 	if err := r.client.Patch(ctx, cpv, client.MergeFrom(before)); err != nil {
 		return nil, fmt.Errorf("updating ClusterPropagatedVersion %s: %w", key, err)
 	}
+	r.ownWrites.record(cpv)
 	return cpv, nil
+}
+
+// placedLabels returns labels with one placed.fedwarden.io/<cluster> label
+// per placed cluster, and none for the others: a Pull cluster's agent
+// watches only the CPVs labelled with its name.
+func placedLabels(labels map[string]string, placed []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if !strings.HasPrefix(k, typesv1beta1.LabelPlacedPrefix) {
+			out[k] = v
+		}
+	}
+	for _, name := range placed {
+		out[typesv1beta1.LabelPlacedPrefix+name] = ""
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func clusterNames(cs []typesv1beta1.PlacedCluster) []string {
@@ -410,7 +468,8 @@ func clusterNames(cs []typesv1beta1.PlacedCluster) []string {
 	return names
 }
 
-// writeCPVStatus writes the CPV status when it changed.
+// writeCPVStatus writes the CPV status when it changed: the host applies
+// everything but the entries of Pull clusters, which their agents apply.
 func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
 	next := cpvStatus(cpv.Status, in.v, placed, results, generation, metav1.NewTime(r.now()))
 	next.Resync = cpv.Status.Resync
@@ -420,11 +479,20 @@ func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.Clust
 	if equality.Semantic.DeepEqual(cpv.Status, next) {
 		return nil
 	}
-	before := cpv.DeepCopy()
-	cpv.Status = next
-	if err := r.client.Status().Patch(ctx, cpv, client.MergeFrom(before)); err != nil {
+	agents := map[string]bool{}
+	for _, res := range results {
+		if res.fromAgent {
+			agents[res.name] = true
+		}
+	}
+	own := next.DeepCopy()
+	own.ClusterVersions = slices.DeleteFunc(own.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return agents[string(cv.ClusterName)] })
+	applied, err := applyCPVStatus(ctx, r.client, client.ObjectKeyFromObject(cpv), own, FieldManager)
+	if err != nil {
 		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
 	}
+	r.ownWrites.record(applied)
+	cpv.Status = next
 	return nil
 }
 

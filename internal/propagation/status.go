@@ -32,6 +32,9 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v versions, plac
 	}
 	drifted := int32(0)
 	for _, res := range results {
+		if res.fromAgent && res.entry == nil {
+			continue // nothing reported yet
+		}
 		cv := clusterVersion(previous[res.name], res, v, now)
 		if cv.State != typesv1beta1.InSync {
 			drifted++
@@ -55,6 +58,9 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v versions, plac
 
 // clusterVersion is the CPV entry of one cluster.
 func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v versions, now metav1.Time) typesv1beta1.ClusterVersion {
+	if res.fromAgent && res.entry != nil {
+		return *res.entry // the agent's to write
+	}
 	cv := typesv1beta1.ClusterVersion{
 		ClusterName:     typesv1beta1.ClusterName(res.name),
 		State:           res.state,
@@ -116,7 +122,7 @@ func listNotInSync(results []clusterResult) string {
 	var parts []string
 	n := 0
 	for _, res := range results {
-		if res.state == typesv1beta1.InSync {
+		if res.state == typesv1beta1.InSync && !res.pending {
 			continue
 		}
 		n++

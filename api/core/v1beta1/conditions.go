@@ -42,6 +42,8 @@ const (
 	ReasonAgentNotSeen = "AgentNotSeen"
 	// ReasonAgentLeaseExpired: a Pull cluster's agent stopped renewing its Lease.
 	ReasonAgentLeaseExpired = "AgentLeaseExpired"
+	// ReasonAgentRenewing: a Pull cluster's agent renews its Lease in time.
+	ReasonAgentRenewing = "AgentRenewing"
 	// ReasonProbing: the first probe has not finished yet.
 	ReasonProbing = "Probing"
 	// ReasonNotProbed: the cluster is not probed, because its connection

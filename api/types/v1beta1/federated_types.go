@@ -343,6 +343,9 @@ const (
 	ClusterAlreadyExists = "AlreadyExists"
 	// ClusterUnreachable: the cluster is not Ready, or not joined.
 	ClusterUnreachable = "Unreachable"
+	// ClusterWaitingForAgent: a Pull cluster whose agent has not reported
+	// the current versions yet (or has stopped renewing its Lease).
+	ClusterWaitingForAgent = "WaitingForAgent"
 )
 
 // Labels and annotations of federated resources and their member copies.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -194,6 +195,8 @@ func run(ctx context.Context, o *options) error {
 			ByObject: map[client.Object]cache.ByObject{
 				// Only the control-plane namespace's Secrets: the credentials.
 				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
+				// Pull clusters' agents renew their Leases there.
+				&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
 			}},
 	})
 	if err != nil {
