@@ -11,13 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
-
-// AnnotationKubernetesVersion on an agent's Lease: the Kubernetes version
-// of the agent's cluster, which the health controller copies into the
-// FederatedCluster's status.
-const AnnotationKubernetesVersion = "fedwarden.io/kubernetes-version"
 
 // agentLease is what a Pull cluster's agent Lease says.
 type agentLease struct {
@@ -45,7 +41,7 @@ func (r *Reconciler) readLease(ctx context.Context, cluster string) (agentLease,
 	if lease.Spec.RenewTime == nil {
 		return agentLease{}, nil
 	}
-	l := agentLease{found: true, renewed: lease.Spec.RenewTime.Time, version: lease.Annotations[AnnotationKubernetesVersion]}
+	l := agentLease{found: true, renewed: lease.Spec.RenewTime.Time, version: lease.Annotations[corev1beta1.AnnotationAgentKubernetesVersion]}
 	if lease.Spec.HolderIdentity != nil {
 		l.holder = *lease.Spec.HolderIdentity
 	}

@@ -134,6 +134,30 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		Burst:           c.opts.Burst,
 		UserAgent:       c.opts.UserAgent,
 	}
+	m, err := newMember(name, cfg, c.opts.ResyncPeriod)
+	if err != nil {
+		return nil, err
+	}
+	m.key = key
+	return m, nil
+}
+
+// NewMember returns the clients of the cluster name from cfg, outside any
+// cache: a Pull cluster's agent uses it for its own cluster. Its Context
+// ends when ctx does.
+func NewMember(ctx context.Context, name string, cfg *rest.Config) (*Member, error) {
+	m, err := newMember(name, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		<-ctx.Done()
+		m.cancel()
+	}()
+	return m, nil
+}
+
+func newMember(name string, cfg *rest.Config, resync time.Duration) (*Member, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
@@ -148,11 +172,10 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		Config:    cfg,
 		Kube:      kube,
 		Dynamic:   dyn,
-		Informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod),
-		Managed: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, c.opts.ResyncPeriod, metav1.NamespaceAll, func(o *metav1.ListOptions) {
+		Informers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, resync),
+		Managed: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, metav1.NamespaceAll, func(o *metav1.ListOptions) {
 			o.LabelSelector = typesv1beta1.LabelManaged + "=true"
 		}),
-		key:    key,
 		ctx:    ctx,
 		cancel: cancel,
 	}, nil

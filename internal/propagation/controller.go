@@ -132,17 +132,6 @@ func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller
 	return c, nil
 }
 
-// WatchMember starts watching the managed copies in the agent's cluster at
-// once, rather than at the first sync, so that a copy changed there is
-// seen even before any resource is placed.
-func (c *Controller) WatchMember(ctx context.Context) error {
-	if c.reconciler.agent == nil {
-		return nil
-	}
-	_, err := c.reconciler.watches.lister(ctx, c.reconciler.agent.member)
-	return err
-}
-
 func (c *Controller) watch(mgr manager.Manager) error {
 	fed := c.typ.newFederated()
 	sources := []source.TypedSource[reconcile.Request]{

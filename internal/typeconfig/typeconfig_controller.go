@@ -44,6 +44,10 @@ type Reconciler struct {
 	client   client.Client
 	clusters *clustercache.Cache
 	opts     propagation.Options
+	// newController builds the controller of a type.
+	newController func(propagation.Type) (*propagation.Controller, error)
+	// readOnly: an agent's, which writes no FederatedTypeConfig.
+	readOnly bool
 
 	started chan struct{}   // closed once the manager's context is known
 	baseCtx context.Context // the manager's context: controllers run under it
@@ -65,8 +69,23 @@ var (
 
 // NewReconciler returns the federation controller.
 func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propagation.Options) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		mgr: mgr, client: mgr.GetClient(), clusters: clusters, opts: opts,
+		started: make(chan struct{}), running: map[string]*running{},
+	}
+	r.newController = func(typ propagation.Type) (*propagation.Controller, error) {
+		return propagation.New(r.mgr, typ, r.clusters, r, r, r.opts)
+	}
+	return r
+}
+
+// NewAgentReconciler returns the federation controller of a Pull cluster's
+// agent: it runs the controller newController returns for every enabled
+// type, and writes nothing to the FederatedTypeConfigs (the host's
+// controller-manager keeps their status and finalizers).
+func NewAgentReconciler(mgr manager.Manager, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
+	return &Reconciler{
+		mgr: mgr, client: mgr.GetClient(), newController: newController, readOnly: true,
 		started: make(chan struct{}), running: map[string]*running{},
 	}
 }
@@ -122,7 +141,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !ftc.DeletionTimestamp.IsZero() {
 		r.stop(ftc.Name)
+		if r.readOnly {
+			return reconcile.Result{}, nil
+		}
 		return reconcile.Result{}, r.release(ctx, ftc)
+	}
+	if r.readOnly {
+		_, retry := r.converge(ftc)
+		return reconcile.Result{RequeueAfter: retry}, nil
 	}
 	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
 		before := ftc.DeepCopy()
@@ -172,7 +198,12 @@ func (r *Reconciler) converge(ftc *corev1beta1.FederatedTypeConfig) (state, time
 func (r *Reconciler) served(typ propagation.Type) error {
 	mapper := r.mgr.GetRESTMapper()
 	var errs []error
-	for _, gvk := range []schema.GroupVersionKind{typ.Federated, typ.Target} {
+	kinds := []schema.GroupVersionKind{typ.Federated, typ.Target}
+	if r.readOnly {
+		// An agent writes the target kind to its own cluster, not the host.
+		kinds = kinds[:1]
+	}
+	for _, gvk := range kinds {
 		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			errs = append(errs, fmt.Errorf("the host does not serve %s (is its CRD installed? 'fedwarden enable' installs it)", gvk))
 		}
@@ -192,7 +223,7 @@ func (r *Reconciler) ensureRunning(typ propagation.Type) error {
 	if ok {
 		r.stop(typ.Name)
 	}
-	c, err := propagation.New(r.mgr, typ, r.clusters, r, r, r.opts)
+	c, err := r.newController(typ)
 	if err != nil {
 		return err
 	}

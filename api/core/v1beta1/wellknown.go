@@ -24,3 +24,8 @@ const (
 	// LabelZone mirrors spec.zones when the cluster is in exactly one zone.
 	LabelZone = "topology.kubernetes.io/zone"
 )
+
+// AnnotationAgentKubernetesVersion on a Pull cluster's agent Lease: the
+// Kubernetes version of the agent's cluster, which the health controller
+// copies into the FederatedCluster's status.kubernetesVersion.
+const AnnotationAgentKubernetesVersion = "fedwarden.io/kubernetes-version"

@@ -14,6 +14,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/agent"
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
 	"github.com/fedwarden/fedwarden/internal/cli/diff"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
@@ -54,6 +55,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd.SetOut(s.Out)
 	cmd.SetErr(s.ErrOut)
 	cmd.AddCommand(
+		agent.NewCommand(s),
 		controllermanager.NewCommand(s),
 		diff.NewCommand(s),
 		disable.NewCommand(s),

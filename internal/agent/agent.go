@@ -1,0 +1,146 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/typeconfig"
+)
+
+// Options configure an agent.
+type Options struct {
+	// Cluster is the name of the agent's FederatedCluster on the host.
+	Cluster string
+	// Namespace is the host's control-plane namespace, where the agent's
+	// Lease lives.
+	Namespace string
+	// Holder identifies this agent process in the Lease (its pod name).
+	Holder string
+	// LeaseDuration is how long the host waits for a renewal before it
+	// marks the cluster not Ready; RenewInterval how often the agent renews.
+	LeaseDuration, RenewInterval time.Duration
+	// MetricsAddr and ProbeAddr are the addresses of /metrics and of
+	// /healthz and /readyz; "0" disables them.
+	MetricsAddr, ProbeAddr string
+	// Propagation configures the sync of each type, as on the host.
+	Propagation propagation.Options
+}
+
+// Validate reports options that cannot work.
+func (o Options) Validate() error {
+	var errs []error
+	if err := registration.ValidateName(o.Cluster); err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-name: %w", err))
+	}
+	if o.Namespace == "" {
+		errs = append(errs, errors.New("--namespace must not be empty"))
+	}
+	if o.RenewInterval <= 0 || o.LeaseDuration < 2*o.RenewInterval {
+		errs = append(errs, fmt.Errorf("--lease-renew-interval must be positive and --lease-duration at least twice as long, got %s and %s", o.RenewInterval, o.LeaseDuration))
+	}
+	if o.Propagation.Workers < 1 || o.Propagation.RetryPeriod <= 0 || o.Propagation.MemberListTimeout <= 0 || o.Propagation.ResyncPeriod < 0 {
+		errs = append(errs, errors.New("--workers must be at least 1, --retry-period and --member-list-timeout positive, --resync-period not negative"))
+	}
+	if r := o.Propagation.DefaultRemediation; r != typesv1beta1.RemediationEnforce && r != typesv1beta1.RemediationAlert {
+		errs = append(errs, fmt.Errorf("--default-remediation must be Enforce or Alert, not %q", r))
+	}
+	return errors.Join(errs...)
+}
+
+// Run runs the agent until ctx ends: host is how it reaches the host (as
+// the agent's ServiceAccount there), member how it reaches its own cluster.
+func Run(ctx context.Context, host, member *rest.Config, o Options) error {
+	mgr, err := newManager(host, o)
+	if err != nil {
+		return err
+	}
+	own, err := clustercache.NewMember(ctx, o.Cluster, member)
+	if err != nil {
+		return fmt.Errorf("building the clients of cluster %s: %w", o.Cluster, err)
+	}
+	renewer := &leaseRenewer{
+		client: mgr.GetClient(), key: client.ObjectKey{Namespace: o.Namespace, Name: registration.AgentLeaseName(o.Cluster)},
+		holder: o.Holder, duration: o.LeaseDuration, interval: o.RenewInterval, now: time.Now,
+	}
+	if v, err := own.Kube.Discovery().ServerVersion(); err == nil {
+		renewer.version = v.GitVersion
+	} else {
+		ctrl.Log.Error(err, "Reading the cluster's Kubernetes version; it is not published", "cluster", o.Cluster)
+	}
+	if err := mgr.Add(renewer); err != nil {
+		return fmt.Errorf("adding the Lease renewer: %w", err)
+	}
+	o.Propagation.Namespace = o.Namespace
+	types := typeconfig.NewAgentReconciler(mgr, func(typ propagation.Type) (*propagation.Controller, error) {
+		return propagation.NewAgent(mgr, typ, own, registration.AgentFieldManager(o.Cluster), o.Propagation)
+	})
+	if err := types.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("adding the readiness check: %w", err)
+	}
+	ctrl.Log.Info("Starting the agent", "cluster", o.Cluster, "host", host.Host, "namespace", o.Namespace)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the agent: %w", err)
+	}
+	return nil
+}
+
+// newManager returns the agent's manager on the host. Its cache holds only
+// the CPVs placed on the agent's cluster; its Lease is read from the API
+// server, as the agent may read no other Lease.
+func newManager(host *rest.Config, o Options) (manager.Manager, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, fmt.Errorf("building the scheme: %w", err)
+		}
+	}
+	placed, err := labels.NewRequirement(typesv1beta1.LabelPlacedPrefix+o.Cluster, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("selecting the CPVs of cluster %s: %w", o.Cluster, err)
+	}
+	mgr, err := ctrl.NewManager(host, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.ProbeAddr,
+		Client: client.Options{Cache: &client.CacheOptions{
+			Unstructured: true,
+			DisableFor:   []client.Object{&coordinationv1.Lease{}},
+		}},
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject: map[client.Object]cache.ByObject{
+				&typesv1beta1.ClusterPropagatedVersion{}: {Label: labels.NewSelector().Add(*placed)},
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the agent's manager: %w", err)
+	}
+	return mgr, nil
+}
