@@ -61,10 +61,14 @@ func federatedCluster(s Spec) *v1beta1.FederatedCluster {
 		Spec: v1beta1.FederatedClusterSpec{
 			APIEndpoint: s.APIEndpoint,
 			CABundle:    s.CABundle,
-			SecretRef:   &v1beta1.LocalSecretReference{Name: CredentialsSecretName(s.Name)},
 			SyncMode:    s.SyncMode,
 			Region:      s.Region,
 		},
+	}
+	if s.SyncMode != v1beta1.SyncModePull {
+		// A Pull cluster's agent reaches the host: the host holds no
+		// credentials of it.
+		fc.Spec.SecretRef = &v1beta1.LocalSecretReference{Name: CredentialsSecretName(s.Name)}
 	}
 	for _, z := range s.Zones {
 		fc.Spec.Zones = append(fc.Spec.Zones, v1beta1.Zone(z))

@@ -67,3 +67,28 @@ func AgentBindingName(cluster string) string { return "fedwarden:agent:" + clust
 // ClusterPropagatedVersion status: one per cluster, so that agents never
 // take each other's entries.
 func AgentFieldManager(cluster string) string { return AgentPrefix + cluster }
+
+// More names of a Pull cluster's agent.
+const (
+	// AgentDeploymentName is the agent's Deployment in its member.
+	AgentDeploymentName = "fedwarden-agent"
+	// AgentHostKubeconfigDir is where the agent's container mounts the
+	// Secret AgentHostKubeconfigSecretName; the kubeconfig is the file
+	// AgentHostKubeconfigKey there.
+	AgentHostKubeconfigDir = "/etc/fedwarden/host"
+	// AgentIsolationPolicyName names the ValidatingAdmissionPolicy that keeps
+	// each agent to its own entries of ClusterPropagatedVersion status, and
+	// its binding.
+	AgentIsolationPolicyName = "fedwarden-agent-isolation"
+	// AgentImageRepository is the repository of the agent's default image,
+	// tagged with the CLI's version.
+	AgentImageRepository = "ghcr.io/fedwarden/fedwarden"
+	// AgentMetricsPort and AgentProbePort are the agent's metrics and
+	// health-probe (/healthz, /readyz) ports.
+	AgentMetricsPort = 8080
+	AgentProbePort   = 8081
+)
+
+// AgentHostKubeconfigPath is the agent's kubeconfig of the host, inside its
+// container.
+const AgentHostKubeconfigPath = AgentHostKubeconfigDir + "/" + AgentHostKubeconfigKey

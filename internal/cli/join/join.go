@@ -18,6 +18,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cli/version"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
@@ -47,7 +48,21 @@ type options struct {
 	output    string
 	wait      bool
 	timeout   time.Duration
+
+	// Pull mode only.
+	agentKubeconfig    string
+	agentImage         string
+	printAgentManifest bool
+	// set tells which flags the command line gave.
+	set func(flag string) bool
 }
+
+// Flags of pull mode.
+const (
+	flagAgentKubeconfig    = "agent-kubeconfig"
+	flagAgentImage         = "agent-image"
+	flagPrintAgentManifest = "print-agent-manifest"
+)
 
 const long = `Join makes a cluster a member of the federation.
 
@@ -71,8 +86,29 @@ API endpoint and CA bundle come from the member's kubeconfig. That kubeconfig
 must use https and verify the server (certificate-authority-data, or none for
 the system roots): Fedwarden never skips TLS verification.
 
+Pull mode (--sync-mode Pull) gives the host no credentials of the member.
+Instead an agent runs in the member and reads from the host what is placed on
+its cluster. In the host's control-plane namespace join creates the agent's
+ServiceAccount fedwarden-agent-NAME with a long-lived token Secret
+fedwarden-agent-NAME-token, binds it (ClusterRoleBinding fedwarden:agent:NAME)
+to the shared ClusterRole fedwarden:agent (read FederatedTypeConfigs and every
+resource of types.kubefed.io, patch ClusterPropagatedVersion status, write
+Events), creates the Lease fedwarden-agent-NAME that the agent renews (a Role
+and RoleBinding fedwarden:agent:NAME grant it that Lease only), the admission
+policy fedwarden-agent-isolation, which lets an agent change nothing of a
+ClusterPropagatedVersion but its own cluster's entry of status.clusterVersions,
+and the FederatedCluster NAME without spec.secretRef. It writes the agent's
+kubeconfig of the host (server and CA of the host kubeconfig, the agent's
+token) to --agent-kubeconfig, readable by its owner only. In the member it then
+creates the ServiceAccount, ClusterRole and ClusterRoleBinding fedwarden-agent
+(the same rights as a Push member's, see above), the Secret
+fedwarden-agent-host holding that kubeconfig, and the Deployment
+fedwarden-agent running --agent-image. With --print-agent-manifest it applies
+nothing to the member and prints the member's manifest instead, without the
+Secret: create it from the --agent-kubeconfig file as join then says.
+
 Everything is applied server-side: running join again updates the objects and
-changes nothing when nothing changed. The token is never printed.
+changes nothing when nothing changed. The tokens are never printed.
 
 Kubeconfigs are found as kubectl finds them: the flag, else $KUBECONFIG, else
 ~/.kube/config; the context defaults to the current one.
@@ -86,7 +122,14 @@ const example = `  # Join the cluster of context kind-east, using the host of th
   fedwarden join east --cluster-context kind-east --resources deployments.apps,configmaps,services
 
   # Show what would be created, without changing anything
-  fedwarden join east --cluster-context kind-east --dry-run -o yaml`
+  fedwarden join east --cluster-context kind-east --dry-run -o yaml
+
+  # Join in Pull mode: an agent in the member reads from the host
+  fedwarden join edge --sync-mode Pull --cluster-context kind-edge --agent-kubeconfig edge-agent.kubeconfig
+
+  # Pull mode for a member join cannot write to: print its manifest, apply it there
+  fedwarden join edge --sync-mode Pull --cluster-context kind-edge --agent-kubeconfig edge-agent.kubeconfig \
+      --resources deployments.apps,configmaps --print-agent-manifest > edge-agent.yaml`
 
 // NewCommand returns `fedwarden join`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -99,6 +142,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Args:    cmdline.ExactArgs(1, "the cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name = args[0]
+			o.set = cmd.Flags().Changed
 			return run(cmd.Context(), s, o)
 		},
 	})
@@ -110,7 +154,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	kubeconfig.AddClusterFlags(cmd, &o.member, "the cluster to join")
 	f := cmd.Flags()
-	f.StringVar(&o.syncMode, "sync-mode", string(v1beta1.SyncModePush), "Push: the host writes to the member (Pull is not available yet)")
+	f.StringVar(&o.syncMode, "sync-mode", string(v1beta1.SyncModePush), "Push: the host writes to the member; Pull: an agent in the member reads from the host")
 	f.StringVar(&o.region, "region", "", "region the cluster runs in")
 	f.StringSliceVar(&o.zones, "zone", nil, "zone the cluster spans (repeatable, or comma-separated)")
 	f.StringToStringVar(&o.labels, "label", nil, "label key=value of the FederatedCluster (repeatable, or comma-separated)")
@@ -119,9 +163,24 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.StringVar(&o.namespace, "namespace", v1beta1.DefaultFederationNamespace, "control-plane namespace, in the host and in the member")
 	f.BoolVar(&o.dryRun, "dry-run", false, "print the objects that would be created, and change nothing")
 	f.StringVarP(&o.output, "output", "o", "", "format of --dry-run: yaml (default) or json")
-	f.BoolVar(&o.wait, "wait", true, "wait until the FederatedCluster is Ready")
+	f.BoolVar(&o.wait, "wait", true, "wait until the FederatedCluster is Ready (Pull: once its agent renews its Lease; "+
+		"false by default with --"+flagPrintAgentManifest+", as no agent runs yet)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the member's token, for the cluster to be Ready, and for any one request")
+	f.StringVar(&o.agentKubeconfig, flagAgentKubeconfig, "", "Pull: write the agent's kubeconfig of the host to this file (mode 0600; it holds the agent's token)")
+	f.StringVar(&o.agentImage, flagAgentImage, defaultAgentImage(), "Pull: image of the agent's Deployment in the member")
+	f.BoolVar(&o.printAgentManifest, flagPrintAgentManifest, false, "Pull: apply nothing to the member; print its manifest (without the kubeconfig Secret) instead")
 }
+
+// defaultAgentImage is the image of this CLI's release.
+func defaultAgentImage() string {
+	return registration.AgentImageRepository + ":" + version.Version
+}
+
+// pull reports whether the cluster joins in Pull mode.
+func (o *options) pull() bool { return o.syncMode == string(v1beta1.SyncModePull) }
+
+// flagSet reports whether the command line gave flag.
+func (o *options) flagSet(flag string) bool { return o.set != nil && o.set(flag) }
 
 // validate checks the flags that need no kubeconfig.
 func (o *options) validate() error {
@@ -131,14 +190,44 @@ func (o *options) validate() error {
 	} else {
 		errs = append(errs, manifest.ValidateFormat(o.output))
 	}
-	if o.syncMode == string(v1beta1.SyncModePull) {
-		errs = append(errs, errors.New("--sync-mode Pull is not available yet: pull mode arrives with the member agent, which is not built yet; join with --sync-mode Push"))
-	}
+	errs = append(errs, o.validatePull())
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
 	if _, err := registration.ParseResources(o.resources); err != nil {
 		errs = append(errs, fmt.Errorf("--resources: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// validatePull checks the flags of pull mode: required with Pull, refused
+// with Push.
+func (o *options) validatePull() error {
+	if !o.pull() {
+		var errs []error
+		for _, flag := range []string{flagAgentKubeconfig, flagAgentImage, flagPrintAgentManifest} {
+			if o.flagSet(flag) {
+				errs = append(errs, fmt.Errorf("--%s is only for --sync-mode Pull: a Push cluster has no agent", flag))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	var errs []error
+	if o.agentKubeconfig == "" && !o.dryRun {
+		errs = append(errs, fmt.Errorf("--sync-mode Pull needs --%s FILE: join writes the agent's kubeconfig of the host there", flagAgentKubeconfig))
+	}
+	if o.agentImage == "" {
+		errs = append(errs, fmt.Errorf("--%s must not be empty", flagAgentImage))
+	}
+	return errors.Join(errs...)
+}
+
+// checkHost checks the host's kubeconfig, from which a Pull cluster's agent
+// gets the host's server and CA.
+func (o *options) checkHost(host *kubeconfig.Cluster) error {
+	if !o.pull() || !host.Insecure {
+		return nil
+	}
+	return fmt.Errorf("context %q of kubeconfig %s sets insecure-skip-tls-verify: the agent of a Pull cluster verifies the host's certificate, "+
+		"so it needs a host kubeconfig with certificate-authority-data (or none, for a certificate the system roots trust)", host.Context, host.File)
 }
 
 // spec returns the registration of the member whose kubeconfig is member.
@@ -185,14 +274,23 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
+	if err := o.checkHost(host); err != nil {
+		return streams.UsageError(err)
+	}
 	spec, err := o.spec(member)
 	if err != nil {
 		return streams.UsageError(err)
+	}
+	if o.pull() && o.printAgentManifest && !o.flagSet("wait") {
+		o.wait = false // nothing can be running yet
 	}
 	if o.dryRun {
 		if len(spec.Resources) == 0 {
 			fmt.Fprintln(s.ErrOut, "dry run: without --resources, join grants write rights on every resource the member serves, "+
 				"read from the member's discovery when it runs; those rules are not shown here")
+		}
+		if o.pull() {
+			return printPullObjects(s.Out, spec, o.agentImage, o.output)
 		}
 		return printObjects(s.Out, spec, o.output)
 	}

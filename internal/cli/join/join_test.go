@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"maps"
 	"math/big"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/cli/version"
 )
 
 // userToken is the kubeconfig user's token: it must never be printed.
@@ -78,7 +80,14 @@ func TestUsageErrors(t *testing.T) {
 		{name: "bad label syntax", args: append([]string{"a", "--label", "novalue"}, base...), wantErr: "novalue"},
 		{name: "bad timeout", args: append([]string{"a", "--timeout", "soon"}, base...), wantErr: "soon"},
 		{name: "zero timeout", args: append([]string{"a", "--timeout", "0s"}, base...), wantErr: "--timeout 0s must be positive"},
-		{name: "pull mode", args: append([]string{"a", "--sync-mode", "Pull"}, base...), wantErr: "pull mode arrives with the member agent"},
+		{name: "pull without agent kubeconfig", args: []string{"a", "--sync-mode", "Pull", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "--cluster-context", "member"},
+			wantErr: "--sync-mode Pull needs --agent-kubeconfig FILE"},
+		{name: "pull with empty image", args: append([]string{"a", "--sync-mode", "Pull", "--agent-image", ""}, base...), wantErr: "--agent-image must not be empty"},
+		{name: "pull with insecure host", args: []string{"a", "--sync-mode", "Pull", "--agent-kubeconfig", "x", "--host-kubeconfig", kc, "--host-context", "insecure",
+			"--cluster-kubeconfig", kc, "--cluster-context", "member"}, wantErr: "the agent of a Pull cluster verifies the host's certificate"},
+		{name: "agent kubeconfig with push", args: append([]string{"a", "--agent-kubeconfig", "x"}, base...), wantErr: "--agent-kubeconfig is only for --sync-mode Pull"},
+		{name: "agent image with push", args: append([]string{"a", "--sync-mode", "Push", "--agent-image", "x"}, base...), wantErr: "--agent-image is only for --sync-mode Pull"},
+		{name: "print agent manifest with push", args: append([]string{"a", "--print-agent-manifest"}, base...), wantErr: "--print-agent-manifest is only for --sync-mode Pull"},
 		{name: "unknown mode", args: append([]string{"a", "--sync-mode", "Both"}, base...), wantErr: `sync mode "Both" is not valid`},
 		{name: "output without dry run", args: []string{"a", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc, "-o", "json"}, wantErr: "needs --dry-run"},
 		{name: "bad output", args: append([]string{"a", "-o", "xml"}, base...), wantErr: `--output "xml" is not supported`},
@@ -261,6 +270,83 @@ func TestPropagateRBAC(t *testing.T) {
 			}
 			if granted != tt.want {
 				t.Errorf("bind and escalate granted: %v, want %v; rules %v", granted, tt.want, rules)
+			}
+		})
+	}
+}
+
+// wantPullObjects are the objects a dry run of a Pull join prints: the
+// host's, then the member's.
+var wantPullObjects = []object{
+	{"v1", "Namespace", "", "kube-federation-system"},
+	{"v1", "ServiceAccount", "kube-federation-system", "fedwarden-agent-east"},
+	{"v1", "Secret", "kube-federation-system", "fedwarden-agent-east-token"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRole", "", "fedwarden:agent"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "fedwarden:agent:east"},
+	{"rbac.authorization.k8s.io/v1", "Role", "kube-federation-system", "fedwarden:agent:east"},
+	{"rbac.authorization.k8s.io/v1", "RoleBinding", "kube-federation-system", "fedwarden:agent:east"},
+	{"coordination.k8s.io/v1", "Lease", "kube-federation-system", "fedwarden-agent-east"},
+	{"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "fedwarden-agent-isolation"},
+	{"admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", "fedwarden-agent-isolation"},
+	{"core.kubefed.io/v1beta1", "FederatedCluster", "", "east"},
+	{"v1", "Namespace", "", "kube-federation-system"},
+	{"v1", "ServiceAccount", "kube-federation-system", "fedwarden-agent"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRole", "", "fedwarden-agent"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "fedwarden-agent"},
+	{"v1", "Secret", "kube-federation-system", "fedwarden-agent-host"},
+	{"apps/v1", "Deployment", "kube-federation-system", "fedwarden-agent"},
+}
+
+func TestDryRunPull(t *testing.T) {
+	t.Parallel()
+	kc, _ := writeKubeconfig(t)
+	agentKubeconfig := filepath.Join(t.TempDir(), "agent.kubeconfig")
+	tests := []struct {
+		name      string
+		args      []string
+		wantImage string
+	}{
+		{name: "default image", wantImage: "ghcr.io/fedwarden/fedwarden:" + version.Version},
+		{name: "given image", args: []string{"--agent-image", "registry.example/fedwarden:v9"}, wantImage: "registry.example/fedwarden:v9"},
+		{name: "with a kubeconfig file", args: []string{"--agent-kubeconfig", agentKubeconfig},
+			wantImage: "ghcr.io/fedwarden/fedwarden:" + version.Version},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"east", "--sync-mode", "Pull", "--dry-run", "--host-kubeconfig", kc, "--cluster-kubeconfig", kc,
+				"--cluster-context", "member", "--resources", "configmaps"}, tt.args...)
+			stdout, stderr, code := clitest.Execute(NewCommand, args...)
+			if code != 0 {
+				t.Fatalf("exit code %d: %s", code, stderr)
+			}
+			if strings.Contains(stdout+stderr, userToken) {
+				t.Fatal("the output holds the kubeconfig's token")
+			}
+			objs := decodeYAML(t, stdout)
+			var got []object
+			for _, u := range objs {
+				got = append(got, object{u.GetAPIVersion(), u.GetKind(), u.GetNamespace(), u.GetName()})
+			}
+			if !slices.Equal(got, wantPullObjects) {
+				t.Fatalf("printed objects\n%v\nwant\n%v", got, wantPullObjects)
+			}
+			cluster, secret, deployment := objs[10], objs[15], objs[16]
+			if _, found, _ := unstructured.NestedFieldNoCopy(cluster.Object, "spec", "secretRef"); found {
+				t.Error("the Pull FederatedCluster has a secretRef")
+			}
+			if mode, _, _ := unstructured.NestedString(cluster.Object, "spec", "syncMode"); mode != "Pull" {
+				t.Errorf("syncMode = %q", mode)
+			}
+			if _, found := secret.Object["data"]; found {
+				t.Error("the member Secret has data in a dry run")
+			}
+			containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+			if image := containers[0].(map[string]any)["image"]; image != tt.wantImage {
+				t.Errorf("image %v, want %s", image, tt.wantImage)
+			}
+			if _, err := os.Stat(agentKubeconfig); !os.IsNotExist(err) {
+				t.Error("a dry run wrote a file")
 			}
 		})
 	}

@@ -29,9 +29,11 @@ type joiner struct {
 	spec    registration.Spec
 	member  *applier
 	host    *applier
-	out     io.Writer
+	out     io.Writer // progress
+	stdout  io.Writer // the member's manifest, with --print-agent-manifest
 	wait    bool
 	timeout time.Duration
+	agent   agentSettings // Pull only
 }
 
 func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *kubeconfig.Cluster) (*joiner, error) {
@@ -48,8 +50,15 @@ func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *k
 		member:  &applier{Applier: manifest.Applier{Client: memberClient, Side: "member"}, cluster: spec.Name, out: s.ErrOut},
 		host:    &applier{Applier: manifest.Applier{Client: hostClient, Side: "host"}, cluster: spec.Name, out: s.ErrOut},
 		out:     s.ErrOut,
+		stdout:  s.Out,
 		wait:    o.wait,
 		timeout: o.timeout,
+		agent: agentSettings{
+			kubeconfig:    o.agentKubeconfig,
+			image:         o.agentImage,
+			printManifest: o.printAgentManifest,
+			host:          registration.HostEndpoint{Server: host.Server, CAData: host.CAData, TLSServerName: host.TLSServerName},
+		},
 	}, nil
 }
 
@@ -61,6 +70,9 @@ func clientWithTimeout(c *kubeconfig.Cluster, timeout time.Duration) (client.Cli
 }
 
 func (j *joiner) join(ctx context.Context) error {
+	if j.spec.SyncMode == v1beta1.SyncModePull {
+		return j.joinPull(ctx)
+	}
 	if err := j.applyMember(ctx); err != nil {
 		return err
 	}
@@ -71,6 +83,11 @@ func (j *joiner) join(ctx context.Context) error {
 	if err := j.applyHost(ctx, creds); err != nil {
 		return err
 	}
+	return j.finish(ctx)
+}
+
+// finish waits for the cluster to be Ready, if asked to.
+func (j *joiner) finish(ctx context.Context) error {
 	if !j.wait {
 		fmt.Fprintf(j.out, "%s: joined; not waiting for it to be Ready\n", j.spec.Name)
 		return nil
@@ -89,34 +106,42 @@ func (j *joiner) applyMember(ctx context.Context) error {
 }
 
 // waitForToken waits until the member's token controller has filled in the
-// token Secret, and returns what the host needs of it. A failed read is
-// tried again until the timeout, like an empty token.
+// token Secret, and returns what the host needs of it.
 func (j *joiner) waitForToken(ctx context.Context) (registration.Credentials, error) {
 	key := client.ObjectKey{Namespace: j.spec.Namespace, Name: registration.TokenSecretName(j.spec.Name)}
+	token, err := j.member.waitForToken(ctx, key, j.timeout)
+	// The CA the host trusts is the one of the member's kubeconfig (none:
+	// the system roots), not the token Secret's ca.crt, which is the
+	// cluster's internal root CA and need not sign its serving certificate.
+	return registration.Credentials{Token: token, CA: j.spec.CABundle}, err
+}
+
+// waitForToken waits until the token controller of a's cluster has filled
+// in the ServiceAccount token Secret key, and returns the token. A failed
+// read is tried again until the timeout, like an empty token.
+func (a *applier) waitForToken(ctx context.Context, key client.ObjectKey, timeout time.Duration) ([]byte, error) {
 	var (
-		creds   registration.Credentials
+		token   []byte
 		read    bool
 		lastErr error
 	)
-	err := wait.PollUntilContextTimeout(ctx, tokenPollInterval, j.timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, tokenPollInterval, timeout, true, func(ctx context.Context) (bool, error) {
 		secret := &corev1.Secret{}
-		if lastErr = j.member.Client.Get(ctx, key, secret); lastErr != nil {
+		if lastErr = a.Client.Get(ctx, key, secret); lastErr != nil {
 			return false, nil
 		}
 		read = true
-		// The CA the host trusts is the one of the member's kubeconfig (none:
-		// the system roots), not the token Secret's ca.crt, which is the
-		// cluster's internal root CA and need not sign its serving certificate.
-		creds = registration.Credentials{Token: secret.Data[corev1.ServiceAccountTokenKey], CA: j.spec.CABundle}
-		return len(creds.Token) > 0, nil
+		token = secret.Data[corev1.ServiceAccountTokenKey]
+		return len(token) > 0, nil
 	})
 	switch {
 	case err == nil:
-		return creds, nil
+		return token, nil
 	case lastErr != nil && !read:
-		return creds, fmt.Errorf("reading Secret %s on the member: %w", key, lastErr)
+		return nil, fmt.Errorf("reading Secret %s on the %s: %w", key, a.Side, lastErr)
 	default:
-		return creds, fmt.Errorf("the member's token controller did not fill in Secret %s within %s: is kube-controller-manager running in the member?", key, j.timeout)
+		return nil, fmt.Errorf("the %s's token controller did not fill in Secret %s within %s: is kube-controller-manager running in the %s?",
+			a.Side, key, timeout, a.Side)
 	}
 }
 
@@ -167,8 +192,12 @@ func (j *joiner) waitForReady(ctx context.Context) error {
 	case lastErr != nil && last == nil:
 		return fmt.Errorf("reading FederatedCluster %s on the host: %w", j.spec.Name, lastErr)
 	default:
-		return fmt.Errorf("FederatedCluster %s is not Ready after %s: %s; is `fedwarden controller-manager` running against this host?",
-			j.spec.Name, j.timeout, last)
+		hint := "is `fedwarden controller-manager` running against this host?"
+		if j.spec.SyncMode == v1beta1.SyncModePull {
+			hint = fmt.Sprintf("is `fedwarden controller-manager` running against this host, and the agent in the member "+
+				"(kubectl -n %s get deployment %s)?", j.spec.Namespace, registration.AgentDeploymentName)
+		}
+		return fmt.Errorf("FederatedCluster %s is not Ready after %s: %s; %s", j.spec.Name, j.timeout, last, hint)
 	}
 }
 

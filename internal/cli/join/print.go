@@ -28,3 +28,16 @@ func placeholders(spec registration.Spec) map[string]string {
 			spec.Namespace, registration.TokenSecretName(spec.Name)),
 	}
 }
+
+// printPullObjects prints the objects a join of the Pull cluster of spec
+// would create, the host's then the member's, as printObjects does. The
+// member Secret holds a placeholder instead of the kubeconfig.
+func printPullObjects(w io.Writer, spec registration.Spec, image, format string) error {
+	member := registration.NewAgentMember(spec, image, nil)
+	member.Secret.Data = nil
+	member.Secret.StringData = map[string]string{
+		registration.AgentHostKubeconfigKey: fmt.Sprintf("<kubeconfig of the host for ServiceAccount %s/%s, written at join time>",
+			spec.Namespace, registration.AgentServiceAccountName(spec.Name)),
+	}
+	return manifest.PrintObjects(w, format, append(registration.NewAgentHost(spec).Objects(), member.Objects()...))
+}

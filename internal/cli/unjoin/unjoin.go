@@ -29,6 +29,14 @@ type options struct {
 	member    kubeconfig.Source
 	namespace string
 	timeout   time.Duration
+	// set tells which flags the command line gave.
+	set func(flag string) bool
+}
+
+// memberGiven reports whether the command line named the member's
+// kubeconfig or context.
+func (o *options) memberGiven() bool {
+	return o.set != nil && (o.set(o.member.PathFlag[2:]) || o.set(o.member.ContextFlag[2:]))
 }
 
 const long = `Unjoin removes a cluster from the federation.
@@ -37,7 +45,19 @@ In the host cluster it deletes the FederatedCluster NAME and its credentials
 Secret (the one its spec.secretRef names, and fedwarden-NAME-credentials). In
 the member cluster it then deletes the ClusterRoleBinding and ClusterRole
 fedwarden:member:NAME, the Secret fedwarden-NAME-token and the ServiceAccount
-fedwarden-NAME, so the host can no longer write to it. The control-plane
+fedwarden-NAME, so the host can no longer write to it.
+
+For a Pull cluster (spec.syncMode Pull) it deletes on the host the
+FederatedCluster and the agent's ServiceAccount fedwarden-agent-NAME, its token
+Secret fedwarden-agent-NAME-token, its Lease fedwarden-agent-NAME and its
+ClusterRoleBinding, Role and RoleBinding fedwarden:agent:NAME, so the agent can
+no longer reach the host; the ClusterRole fedwarden:agent and the admission
+policy fedwarden-agent-isolation, which every agent shares, stay. When
+--cluster-kubeconfig or --cluster-context is given, it then deletes in the
+member the agent's Deployment, Secret fedwarden-agent-host, ClusterRoleBinding,
+ClusterRole and ServiceAccount fedwarden-agent; without, it leaves them and
+says how to delete them. When the FederatedCluster is already gone, the objects
+of both modes are deleted. The control-plane
 namespace is never deleted, in either cluster: the member may also be the host,
 or other members' credentials may live in it. Objects already propagated to
 the member are left as they are.
@@ -64,6 +84,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Args:    cmdline.ExactArgs(1, "the cluster name"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.name = args[0]
+			o.set = cmd.Flags().Changed
 			return run(cmd.Context(), s, o)
 		},
 	})

@@ -24,6 +24,9 @@ type unjoiner struct {
 	host    client.Client
 	out     io.Writer
 	timeout time.Duration
+	// memberGiven tells whether the command line named the member's
+	// kubeconfig or context; without, a Pull cluster's member is left.
+	memberGiven bool
 }
 
 func newUnjoiner(s streams.IO, o *options, member, host *kubeconfig.Cluster) (*unjoiner, error) {
@@ -42,18 +45,34 @@ func newUnjoiner(s streams.IO, o *options, member, host *kubeconfig.Cluster) (*u
 		host:    hostClient,
 		out:     s.ErrOut,
 		timeout: o.timeout,
+
+		memberGiven: o.memberGiven(),
 	}, nil
 }
 
 // unjoin removes the host side, then the member side, so that the control
-// plane stops writing to the member before its credentials go.
+// plane stops writing to the member before its credentials go, and a Pull
+// cluster's agent loses its rights on the host before it stops.
 func (u *unjoiner) unjoin(ctx context.Context) error {
-	if err := u.removeHost(ctx); err != nil {
+	cluster, err := u.cluster(ctx)
+	if err != nil {
 		return err
+	}
+	mode := syncModeOf(cluster)
+	if err := u.removeHost(ctx, cluster, mode); err != nil {
+		return err
+	}
+	if mode == v1beta1.SyncModePull && !u.memberGiven {
+		fmt.Fprintf(u.out, "%s: the agent's objects in the member were left, as no --cluster-kubeconfig or --cluster-context was given; "+
+			"it can no longer reach the host. Remove them with unjoin and the member's kubeconfig, or with:\n", u.spec.Name)
+		fmt.Fprintf(u.out, "  kubectl -n %[1]s delete deployment/%[2]s secret/%[3]s serviceaccount/%[2]s && kubectl delete clusterrolebinding/%[2]s clusterrole/%[2]s\n",
+			u.spec.Namespace, registration.AgentMemberServiceAccountName, registration.AgentHostKubeconfigSecretName)
+		fmt.Fprintf(u.out, "%s: unjoined\n", u.spec.Name)
+		return nil
 	}
 	memberCtx, cancel := context.WithTimeout(ctx, u.timeout)
 	defer cancel()
-	left, err := u.removeMember(memberCtx)
+	left, err := u.removeMember(memberCtx, mode)
 	if err != nil {
 		fmt.Fprintf(u.out, "%s: left on the member:\n", u.spec.Name)
 		for _, obj := range left {
@@ -67,14 +86,46 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 	return nil
 }
 
-// removeHost deletes the FederatedCluster and its credentials Secrets.
-func (u *unjoiner) removeHost(ctx context.Context) error {
-	host := registration.NewHost(u.spec, registration.Credentials{})
-	secrets, err := u.credentialSecrets(ctx, host.Credentials)
-	if err != nil {
-		return err
+// cluster reads the FederatedCluster; nil when it is gone.
+func (u *unjoiner) cluster(ctx context.Context) (*v1beta1.FederatedCluster, error) {
+	cluster := &v1beta1.FederatedCluster{}
+	err := u.host.Get(ctx, client.ObjectKey{Name: u.spec.Name}, cluster)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading FederatedCluster %s on the host: %w", u.spec.Name, err)
 	}
-	for _, obj := range append([]client.Object{host.Cluster}, secrets...) {
+	return cluster, nil
+}
+
+// syncModeOf returns the sync mode of cluster, or "" when it is gone and
+// the objects of both modes are to be removed.
+func syncModeOf(cluster *v1beta1.FederatedCluster) v1beta1.SyncMode {
+	switch {
+	case cluster == nil:
+		return ""
+	case cluster.Spec.SyncMode == v1beta1.SyncModePull:
+		return v1beta1.SyncModePull
+	default:
+		return v1beta1.SyncModePush
+	}
+}
+
+// removeHost deletes the FederatedCluster, then, for a Push cluster, its
+// credentials Secrets, for a Pull cluster, its agent's identity, rights and
+// Lease; both when the FederatedCluster is gone. What every agent shares
+// (the ClusterRole fedwarden:agent, the isolation policy) stays.
+func (u *unjoiner) removeHost(ctx context.Context, cluster *v1beta1.FederatedCluster, mode v1beta1.SyncMode) error {
+	host := registration.NewHost(u.spec, registration.Credentials{})
+	objects := []client.Object{host.Cluster}
+	if mode != v1beta1.SyncModePull {
+		objects = append(objects, u.credentialSecrets(ctx, cluster, host.Credentials)...)
+	}
+	if mode != v1beta1.SyncModePush {
+		objects = append(objects, registration.NewAgentHost(u.spec).Own()...)
+	}
+	for _, obj := range objects {
 		if err := u.delete(ctx, u.host, "host", obj); err != nil {
 			return err
 		}
@@ -84,34 +135,32 @@ func (u *unjoiner) removeHost(ctx context.Context) error {
 
 // credentialSecrets returns the Secret the FederatedCluster names, if any,
 // and the one join creates, once each.
-func (u *unjoiner) credentialSecrets(ctx context.Context, ours *corev1.Secret) ([]client.Object, error) {
-	cluster := &v1beta1.FederatedCluster{}
-	err := u.host.Get(ctx, client.ObjectKey{Name: u.spec.Name}, cluster)
-	switch {
-	case apierrors.IsNotFound(err):
-		return []client.Object{ours}, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading FederatedCluster %s on the host: %w", u.spec.Name, err)
-	}
-	ref := cluster.Spec.SecretRef
-	if ref == nil || ref.Name == ours.Name {
-		return []client.Object{ours}, nil
+func (u *unjoiner) credentialSecrets(ctx context.Context, cluster *v1beta1.FederatedCluster, ours *corev1.Secret) []client.Object {
+	if cluster == nil || cluster.Spec.SecretRef == nil || cluster.Spec.SecretRef.Name == ours.Name {
+		return []client.Object{ours}
 	}
 	// A Secret that join did not make for this cluster may be shared: it
 	// is left alone.
 	named := &corev1.Secret{}
-	err = u.host.Get(ctx, client.ObjectKey{Namespace: ours.Namespace, Name: ref.Name}, named)
+	err := u.host.Get(ctx, client.ObjectKey{Namespace: ours.Namespace, Name: cluster.Spec.SecretRef.Name}, named)
 	if err != nil || named.Labels[v1beta1.LabelCluster] != u.spec.Name {
-		return []client.Object{ours}, nil
+		return []client.Object{ours}
 	}
-	return []client.Object{named, ours}, nil
+	return []client.Object{named, ours}
 }
 
-// removeMember deletes the member's objects, those that refer to others
+// removeMember deletes the member's objects of mode (both when ""), those
+// that refer to others first: for a Pull cluster, the agent's Deployment
 // first. On error it returns the objects it could not delete.
-func (u *unjoiner) removeMember(ctx context.Context) ([]client.Object, error) {
-	m := registration.NewMember(u.spec)
-	objects := []client.Object{m.ClusterRoleBinding, m.ClusterRole, m.TokenSecret, m.ServiceAccount}
+func (u *unjoiner) removeMember(ctx context.Context, mode v1beta1.SyncMode) ([]client.Object, error) {
+	var objects []client.Object
+	if mode != v1beta1.SyncModePull {
+		m := registration.NewMember(u.spec)
+		objects = append(objects, m.ClusterRoleBinding, m.ClusterRole, m.TokenSecret, m.ServiceAccount)
+	}
+	if mode != v1beta1.SyncModePush {
+		objects = append(objects, registration.NewAgentMember(u.spec, "", nil).Own()...)
+	}
 	for i, obj := range objects {
 		if err := u.delete(ctx, u.member, "member", obj); err != nil {
 			return objects[i:], err
