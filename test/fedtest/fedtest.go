@@ -75,7 +75,8 @@ type Settings struct {
 	Args []string
 }
 
-// ControllerManager is a running `fedwarden controller-manager`.
+// ControllerManager is a running `fedwarden controller-manager` (or `fedwarden
+// agent`, see StartAgent).
 type ControllerManager struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
@@ -86,29 +87,41 @@ type ControllerManager struct {
 // StartControllerManager runs the controller-manager against f's host,
 // logging to a file in dir.
 func StartControllerManager(bin string, f *localfed.Federation, dir string, s Settings) (*ControllerManager, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
-	}
-	logPath := filepath.Join(dir, fmt.Sprintf("controller-manager-%d.log", port))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("creating the controller-manager log: %w", err)
-	}
-	args := append([]string{"controller-manager",
+	return start(bin, dir, "controller-manager", append([]string{"controller-manager",
 		"--kubeconfig", f.Host.Kubeconfig,
-		"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(port),
 		"--health-probe-bind-address", "0",
 		"--cluster-health-period", s.ProbePeriod.String(),
 		"--cluster-health-timeout", s.ProbeTimeout.String(),
 		"--cluster-health-failure-threshold", strconv.Itoa(s.FailureThreshold),
-	}, s.Args...)
+	}, s.Args...))
+}
+
+// StartAgent runs `fedwarden agent` with args (its cluster name, host
+// kubeconfig, credentials…), logging to a file in dir. The agent is a
+// process like the controller-manager: Stop, Metric and Sum work the same.
+func StartAgent(bin, dir string, args ...string) (*ControllerManager, error) {
+	return start(bin, dir, "agent", append([]string{"agent", "--health-probe-bind-address", "0"}, args...))
+}
+
+// start runs bin with args and a metrics endpoint on a free port, logging
+// to dir/<name>-<port>.log.
+func start(bin, dir, name string, args []string) (*ControllerManager, error) {
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, port))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s log: %w", name, err)
+	}
+	args = append(args, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return nil, fmt.Errorf("starting the controller-manager: %w", err)
+		return nil, fmt.Errorf("starting the %s: %w", name, err)
 	}
 	cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), LogPath: logPath}
 	go func() {
@@ -117,6 +130,12 @@ func StartControllerManager(bin string, f *localfed.Federation, dir string, s Se
 		close(cm.done)
 	}()
 	return cm, nil
+}
+
+// Kill ends the process with SIGKILL, as a crash would, and waits for it.
+func (cm *ControllerManager) Kill() {
+	_ = cm.cmd.Process.Kill()
+	<-cm.done
 }
 
 // Stop ends the controller-manager with SIGTERM, killing it after 15 s.

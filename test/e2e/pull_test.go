@@ -1,0 +1,423 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+// Lease settings of the pull bed's agent: short, so that an agent that
+// stops is noticed within seconds.
+const (
+	pullLeaseDuration = 6 * time.Second
+	pullRenewInterval = 2 * time.Second
+)
+
+// pullBed is a federation of one Push and one Pull member. The host has no
+// credentials for the Pull member: only the agent, running with the
+// identities `fedwarden join --sync-mode Pull` created (on the host) and
+// applied (in the member), writes there.
+type pullBed struct {
+	*localfed.Federation
+	host       client.Client
+	push, pull *localfed.Cluster
+	// agentArgs start an agent; agentHost is its kubeconfig of the host.
+	agentArgs []string
+	agentHost string
+	agent     *fedtest.ControllerManager
+	dir       string
+}
+
+// startPullBed starts the bed, joins both members, enables Deployments and
+// starts the agent. The members run no deployment controller: a member
+// resourceVersion that moves is a Fedwarden write.
+func startPullBed(t *testing.T) *pullBed {
+	t.Helper()
+	f, err := localfed.Start(t.Context(), localfed.WithMemberNames("push-1", "pull-1"),
+		localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	if err != nil {
+		t.Fatalf("starting a test bed: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stopping the test bed: %v", err)
+		}
+	})
+	b := &pullBed{Federation: f, host: newClient(t, f.Host.Config), push: f.Members[0], pull: f.Members[1], dir: t.TempDir()}
+	// No leader election: the host is stopped for 30 s, longer than a
+	// leader may go without renewing.
+	cm, err := startControllerManager(f, b.dir, "--resync-period", "5s", "--leader-elect=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cm.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			dumpLog(cm.logPath)
+		}
+	})
+	if r := runFedwarden(t, joinArgs(f, b.push, b.push.Name)...); r.code != 0 {
+		t.Fatalf("joining %s failed:\n%s", b.push.Name, r)
+	}
+	b.agentHost = filepath.Join(b.dir, "agent-host.kubeconfig")
+	r := runFedwarden(t, joinArgs(f, b.pull, b.pull.Name, "--sync-mode", "Pull", "--agent-kubeconfig", b.agentHost, "--wait=false")...)
+	if r.code != 0 {
+		t.Fatalf("joining %s in Pull mode failed:\n%s", b.pull.Name, r)
+	}
+	b.agentArgs = []string{"--cluster-name", b.pull.Name, "--host-kubeconfig", b.agentHost, "--kubeconfig", b.agentMemberKubeconfig(t),
+		"--lease-duration", pullLeaseDuration.String(), "--lease-renew-interval", pullRenewInterval.String(), "--resync-period", "5s"}
+	b.startAgent(t)
+	enableDeploymentsIn(t, b.host)
+	return b
+}
+
+// agentMemberKubeconfig writes a kubeconfig of the member as the agent's
+// ServiceAccount there (which join created with the member's rules), as a
+// pod of the agent's Deployment would be.
+func (b *pullBed) agentMemberKubeconfig(t *testing.T) string {
+	t.Helper()
+	kube, err := kubernetes.NewForConfig(b.pull.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}
+	tok, err := kube.CoreV1().ServiceAccounts(corev1beta1.DefaultFederationNamespace).CreateToken(t.Context(), registration.AgentMemberServiceAccountName, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("minting a token of the agent's ServiceAccount in the member: %v", err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["member"] = &clientcmdapi.Cluster{Server: b.pull.Config.Host, CertificateAuthorityData: b.pull.Config.CAData}
+	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	cfg.Contexts["agent"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "agent"}
+	cfg.CurrentContext = "agent"
+	path := filepath.Join(b.dir, "agent-member.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// startAgent starts the agent and waits until the host sees the Pull
+// cluster Ready from its Lease.
+func (b *pullBed) startAgent(t *testing.T) {
+	t.Helper()
+	agent, err := fedtest.StartAgent(fedwardenBin, b.dir, b.agentArgs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.agent = agent
+	t.Cleanup(func() {
+		_ = agent.Stop()
+		if t.Failed() {
+			dumpLog(agent.LogPath)
+		}
+	})
+	b.waitForReady(t, metav1.ConditionTrue, corev1beta1.ReasonAgentRenewing)
+}
+
+// waitForReady waits until the Pull cluster's Ready condition has status
+// and reason.
+func (b *pullBed) waitForReady(t *testing.T, status metav1.ConditionStatus, reason string) *corev1beta1.FederatedCluster {
+	t.Helper()
+	fc := &corev1beta1.FederatedCluster{}
+	eventually(t, 60*time.Second, fmt.Sprintf("%s to be Ready=%s (%s)", b.pull.Name, status, reason), func(ctx context.Context) (bool, string) {
+		if err := b.host.Get(ctx, types.NamespacedName{Name: b.pull.Name}, fc); err != nil {
+			return false, err.Error()
+		}
+		c := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady)
+		return c != nil && c.Status == status && c.Reason == reason, fmt.Sprintf("%+v", fc.Status)
+	})
+	return fc
+}
+
+// memberImages returns the image of Deployment namespace/name in each
+// member, "" where there is none.
+func (b *pullBed) memberImage(ctx context.Context, m *localfed.Cluster, namespace, name string) (string, error) {
+	c, err := client.New(m.Config, client.Options{})
+	if err != nil {
+		return "", err
+	}
+	img, err := memberImage(ctx, c, namespace, name)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	return img, err
+}
+
+// waitForImages waits until the push and the pull member have Deployment
+// namespace/name with these images ("" for none).
+func (b *pullBed) waitForImages(t *testing.T, namespace, name, push, pull string) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("images %q (push) and %q (pull) of %s/%s", push, pull, namespace, name), func(ctx context.Context) (bool, string) {
+		a, errA := b.memberImage(ctx, b.push, namespace, name)
+		p, errP := b.memberImage(ctx, b.pull, namespace, name)
+		return errA == nil && errP == nil && a == push && p == pull, fmt.Sprint(a, errA, p, errP)
+	})
+}
+
+// entryManagers returns, per cluster entry of the CPV, the field managers
+// that own fields of it.
+func entryManagers(t *testing.T, c client.Client, namespace, name string) map[string][]string {
+	t.Helper()
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: namespace, Name: name}, cpv); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, mf := range cpv.ManagedFields {
+		if mf.FieldsV1 == nil || mf.Subresource != "status" {
+			continue
+		}
+		var fields map[string]any
+		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+			t.Fatal(err)
+		}
+		status, _ := fields["f:status"].(map[string]any)
+		entries, _ := status["f:clusterVersions"].(map[string]any)
+		for key := range entries {
+			// k:{"clusterName":"pull-1"}
+			var k struct {
+				ClusterName string `json:"clusterName"`
+			}
+			if raw, ok := strings.CutPrefix(key, "k:"); ok && json.Unmarshal([]byte(raw), &k) == nil {
+				out[k.ClusterName] = append(out[k.ClusterName], mf.Manager)
+			}
+		}
+	}
+	return out
+}
+
+// TestPullMode runs a federation of one Push and one Pull member. The Pull
+// member's agent receives, updates and deletes resources, heals drift in
+// its cluster, writes only its own CPV entry (the host's admission policy
+// denies it the other's), restarts without writing, and keeps its cluster
+// as it is while the host is down.
+func TestPullMode(t *testing.T) {
+	b := startPullBed(t)
+	fc := &corev1beta1.FederatedCluster{}
+	if err := b.host.Get(t.Context(), types.NamespacedName{Name: b.pull.Name}, fc); err != nil {
+		t.Fatal(err)
+	}
+	if fc.Spec.SecretRef != nil || fc.Spec.SyncMode != corev1beta1.SyncModePull {
+		t.Fatalf("the Pull cluster must have no credentials on the host: %+v", fc.Spec)
+	}
+	if fc.Status.KubernetesVersion == "" {
+		t.Errorf("the agent's Lease did not publish the member's Kubernetes version: %+v", fc.Status)
+	}
+	ns := testNamespace(t, b.host)
+	cpvName := "deployment-web"
+
+	t.Run("receives, updates and deletes", func(t *testing.T) {
+		createObject(t, b.host, newFederatedDeployment(t, ns, "web", 1, placedOn(b.push.Name, b.pull.Name)))
+		waitForCPV(t, b.host, ns, cpvName, "1", "1", b.pull.Name, b.push.Name)
+		b.waitForImages(t, ns, "web", "nginx:1.27", "nginx:1.27")
+		managers := entryManagers(t, b.host, ns, cpvName)
+		if got := managers[b.pull.Name]; !slices.Equal(got, []string{registration.AgentFieldManager(b.pull.Name)}) {
+			t.Errorf("the Pull cluster's entry is owned by %v, want only its agent", got)
+		}
+		if got := managers[b.push.Name]; slices.Contains(got, registration.AgentFieldManager(b.pull.Name)) {
+			t.Errorf("the agent owns fields of the Push cluster's entry: %v", got)
+		}
+
+		patchFederated(t, b.host, ns, "web", setImage(t, "nginx:1.28"))
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+
+		patchFederated(t, b.host, ns, "web", func(obj *unstructured.Unstructured) {
+			setNested(t, obj.Object, []any{map[string]any{"name": b.push.Name}}, "spec", "placement", "clusters")
+		})
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.push.Name)
+		b.waitForImages(t, ns, "web", "nginx:1.28", "")
+
+		patchFederated(t, b.host, ns, "web", func(obj *unstructured.Unstructured) {
+			setNested(t, obj.Object, []any{map[string]any{"name": b.push.Name}, map[string]any{"name": b.pull.Name}}, "spec", "placement", "clusters")
+		})
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+
+		createObject(t, b.host, newFederatedDeployment(t, ns, "gone", 1, placedOn(b.push.Name, b.pull.Name)))
+		waitForCPV(t, b.host, ns, "deployment-gone", "1", "1", b.pull.Name, b.push.Name)
+		gone := newFederatedDeployment(t, ns, "gone", 1, "")
+		if err := b.host.Delete(t.Context(), gone); err != nil {
+			t.Fatal(err)
+		}
+		b.waitForImages(t, ns, "gone", "", "")
+		eventually(t, 30*time.Second, "the FederatedDeployment to be deleted", func(ctx context.Context) (bool, string) {
+			err := b.host.Get(ctx, client.ObjectKeyFromObject(gone), gone)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	})
+
+	t.Run("drift in the Pull cluster is healed by its agent", func(t *testing.T) {
+		member := newClient(t, b.pull.Config)
+		editImage(t, member, ns, "web", "nginx:evil")
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventDriftDetected, b.pull.Name, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+	})
+
+	t.Run("an agent cannot write another cluster's entry", func(t *testing.T) {
+		agent := agentHostClient(t, b.agentHost)
+		entry := map[string]any{"clusterName": b.push.Name, "state": "Missing"}
+		err := applyEntry(t.Context(), agent, ns, cpvName, registration.AgentFieldManager(b.pull.Name), entry)
+		if err == nil || !strings.Contains(err.Error(), "fedwarden-agent-isolation") {
+			t.Fatalf("the agent of %s wrote %s's entry: err = %v, want a denial by the fedwarden-agent-isolation policy", b.pull.Name, b.push.Name, err)
+		}
+		// Its own entry, as it is, it may apply.
+		cpv, err := cpvOf(t.Context(), b.host, ns, cpvName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, found := map[string]any{}, false
+		for _, cv := range cpv.Status.ClusterVersions {
+			if string(cv.ClusterName) == b.pull.Name {
+				if own, err = runtime.DefaultUnstructuredConverter.ToUnstructured(&cv); err != nil {
+					t.Fatal(err)
+				}
+				found = true
+			}
+		}
+		if !found {
+			t.Fatalf("no entry of %s: %+v", b.pull.Name, cpv.Status)
+		}
+		if err := applyEntry(t.Context(), agent, ns, cpvName, registration.AgentFieldManager(b.pull.Name), own); err != nil {
+			t.Errorf("the agent may write its own entry, but: %v", err)
+		}
+		other := &corev1beta1.FederatedCluster{}
+		if err := agent.Get(t.Context(), types.NamespacedName{Name: b.push.Name}, other); err == nil {
+			other.Labels = map[string]string{"stolen": "true"}
+			err = agent.Update(t.Context(), other)
+			if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
+				t.Errorf("the agent updated FederatedCluster %s: err = %v, want forbidden", b.push.Name, err)
+			}
+		} else if !apierrors.IsForbidden(err) {
+			t.Errorf("reading FederatedCluster %s as the agent: %v", b.push.Name, err)
+		}
+	})
+
+	t.Run("an agent restart writes nothing to the member", func(t *testing.T) {
+		before := pullVersions(t, b.pull, ns)
+		if err := b.agent.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		b.startAgent(t)
+		eventually(t, 30*time.Second, "the new agent to sync web", func(ctx context.Context) (bool, string) {
+			n, _, err := b.agent.Sum(ctx, "controller_runtime_reconcile_total", `controller="agent-deployments.apps"`)
+			return err == nil && n >= 1, fmt.Sprint(n, err)
+		})
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		writes, _, err := b.agent.Sum(t.Context(), "fedwarden_member_writes_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if writes != 0 {
+			t.Errorf("the restarted agent made %v writes to its cluster, want 0", writes)
+		}
+		if after := pullVersions(t, b.pull, ns); !maps.Equal(before, after) {
+			t.Errorf("member Deployments changed across the agent's restart: before %v, after %v", before, after)
+		}
+	})
+
+	t.Run("host down: the member is kept and healed, and reported after", func(t *testing.T) {
+		if err := b.Host.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		down := time.Now()
+		member := newClient(t, b.pull.Config)
+		editImage(t, member, ns, "web", "nginx:evil")
+		eventually(t, 30*time.Second, "the agent to heal its cluster while the host is down", func(ctx context.Context) (bool, string) {
+			img, err := b.memberImage(ctx, b.pull, ns, "web")
+			return err == nil && img == "nginx:1.28", fmt.Sprint(img, err)
+		})
+		for time.Since(down) < 30*time.Second {
+			img, err := b.memberImage(t.Context(), b.pull, ns, "web")
+			if err != nil || img != "nginx:1.28" {
+				t.Fatalf("the member's copy changed while the host was down: %q, %v", img, err)
+			}
+			time.Sleep(time.Second)
+		}
+		if err := b.Host.Restart(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		b.waitForReady(t, metav1.ConditionTrue, corev1beta1.ReasonAgentRenewing)
+		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventDriftResolved, b.pull.Name)
+	})
+
+	t.Run("an agent that stops makes its cluster not Ready", func(t *testing.T) {
+		b.agent.Kill()
+		fc := b.waitForReady(t, metav1.ConditionFalse, corev1beta1.ReasonAgentLeaseExpired)
+		if !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterOffline) {
+			t.Errorf("an agent whose Lease expired must make its cluster Offline: %+v", fc.Status.Conditions)
+		}
+		// Its copy stays: an outage moves or deletes nothing.
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+	})
+}
+
+// agentHostClient is a client of the host as the agent, from the kubeconfig
+// join wrote.
+func agentHostClient(t *testing.T, path string) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newClient(t, cfg)
+}
+
+// applyEntry applies one status.clusterVersions entry of a CPV as manager
+// (nil: none, which removes what manager owned).
+func applyEntry(ctx context.Context, c client.Client, namespace, name, manager string, entry map[string]any) error {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": typesv1beta1.GroupVersion.String(), "kind": "ClusterPropagatedVersion",
+		"metadata": map[string]any{"namespace": namespace, "name": name},
+	}}
+	if entry != nil {
+		u.Object["status"] = map[string]any{"clusterVersions": []any{entry}}
+	}
+	return c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
+}
+
+// pullVersions returns the resourceVersion of every Deployment of
+// namespace in m, by name.
+func pullVersions(t *testing.T, m *localfed.Cluster, namespace string) map[string]string {
+	t.Helper()
+	list := &appsv1.DeploymentList{}
+	if err := newClient(t, m.Config).List(t.Context(), list, client.InNamespace(namespace)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range list.Items {
+		out[d.Name] = d.ResourceVersion
+	}
+	return out
+}
