@@ -15,6 +15,31 @@
 //	        Secret              NS/fedwarden-NAME-credentials  (keys "token" and "ca.crt")
 //	        FederatedCluster    NAME
 //
+// A Pull cluster (Spec.SyncMode Pull) gives the host no credentials of the
+// member: an agent in the member reads from the host instead.
+//
+//	host    Namespace                         NS
+//	        ServiceAccount                    NS/fedwarden-agent-NAME
+//	        Secret                            NS/fedwarden-agent-NAME-token  (kubernetes.io/service-account-token)
+//	        ClusterRole                       fedwarden:agent  (shared by every agent)
+//	        ClusterRoleBinding                fedwarden:agent:NAME
+//	        Role, RoleBinding                 NS/fedwarden:agent:NAME  (its Lease only)
+//	        Lease                             NS/fedwarden-agent-NAME  (renewed by the agent)
+//	        ValidatingAdmissionPolicy(+Binding) fedwarden-agent-isolation  (shared)
+//	        FederatedCluster                  NAME  (syncMode Pull, no secretRef)
+//	member  Namespace                         NS
+//	        ServiceAccount                    NS/fedwarden-agent
+//	        ClusterRole, ClusterRoleBinding   fedwarden-agent  (the rules below)
+//	        Secret                            NS/fedwarden-agent-host  (key "kubeconfig": the agent's kubeconfig of the host)
+//	        Deployment                        NS/fedwarden-agent
+//
+// The agent's ClusterRole on the host lets it read FederatedTypeConfigs and
+// every resource of types.kubefed.io, patch ClusterPropagatedVersion status
+// and write Events. RBAC cannot tell one cluster's entry of
+// status.clusterVersions from another's: the admission policy
+// (IsolationPolicy) refuses an agent any change to a ClusterPropagatedVersion
+// but to its own cluster's entry.
+//
 // The token Secret is created explicitly because Kubernetes 1.24 and later
 // no longer create one for a ServiceAccount; the member's token controller
 // fills in its token and ca.crt.

@@ -219,6 +219,19 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind string, into any
 	}
 }
 
+// findNamed returns the rendered object of kind named name, failing the
+// test when there is none.
+func findNamed(t *testing.T, objs []*unstructured.Unstructured, kind, name string, into any) {
+	t.Helper()
+	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind && o.GetName() == name })
+	if i < 0 {
+		t.Fatalf("the chart renders no %s %s", kind, name)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[i].Object, into, true); err != nil {
+		t.Fatalf("decoding the %s %s: %v", kind, name, err)
+	}
+}
+
 func describe(o *unstructured.Unstructured) string {
 	if o.GetNamespace() != "" {
 		return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
@@ -238,7 +251,9 @@ func dryRunApply(ctx context.Context, c client.Client, obj *unstructured.Unstruc
 func TestLint(t *testing.T) {
 	needHelm(t)
 	t.Parallel()
-	for _, args := range [][]string{nil, {"--set", "metrics.serviceMonitor.enabled=true"}} {
+	for _, args := range [][]string{nil, {"--set", "metrics.serviceMonitor.enabled=true"}, {"--set", "agentIsolation.enabled=false"},
+		{"--set", "controllerManager.enabled=false,agent.enabled=true,agent.clusterName=east"},
+		{"--set", "agent.enabled=true,agent.clusterName=east,agent.hostNamespace=fed"}} {
 		if _, err := helm(append([]string{"lint", "--strict", chart, "--namespace", namespace}, args...)...); err != nil {
 			t.Errorf("lint %v: %v", args, err)
 		}
@@ -275,7 +290,8 @@ func TestAPIServerAcceptsEveryObject(t *testing.T) {
 			}
 		})
 	}
-	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"} {
+	for _, kind := range []string{"CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if !slices.Contains(kinds, kind) {
 			t.Errorf("the chart renders no %s; it renders %v", kind, kinds)
 		}
@@ -429,7 +445,7 @@ func TestRBAC(t *testing.T) {
 	t.Parallel()
 	objs := mustRender(t)
 	var cr rbacv1.ClusterRole
-	find(t, objs, "ClusterRole", &cr)
+	findNamed(t, objs, "ClusterRole", "fedwarden-controller-manager", &cr)
 	var role rbacv1.Role
 	find(t, objs, "Role", &role)
 	var crb rbacv1.ClusterRoleBinding

@@ -30,14 +30,22 @@ The name of the controller-manager's objects.
 {{- end }}
 
 {{/*
-Labels of every object.
+Labels of every object but the component's.
 */}}
-{{- define "fedwarden.labels" -}}
+{{- define "fedwarden.commonLabels" -}}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
-{{ include "fedwarden.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: fedwarden
+{{- end }}
+
+{{/*
+Labels of the controller-manager's objects, and of the host objects every
+agent shares.
+*/}}
+{{- define "fedwarden.labels" -}}
+{{ include "fedwarden.commonLabels" . }}
+{{ include "fedwarden.selectorLabels" . }}
 {{- end }}
 
 {{/*
@@ -65,4 +73,29 @@ The image reference.
 */}}
 {{- define "fedwarden.image" -}}
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/*
+The name of the agent's objects in a member.
+*/}}
+{{- define "fedwarden.agent.fullname" -}}
+{{- printf "%s-agent" (include "fedwarden.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of the agent's objects in a member.
+*/}}
+{{- define "fedwarden.agent.labels" -}}
+{{ include "fedwarden.commonLabels" . }}
+{{ include "fedwarden.agent.selectorLabels" . }}
+fedwarden.io/cluster: {{ .Values.agent.clusterName | quote }}
+{{- end }}
+
+{{/*
+Labels that select the agent's pods.
+*/}}
+{{- define "fedwarden.agent.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "fedwarden.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: agent
 {{- end }}
