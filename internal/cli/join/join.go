@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,6 +52,7 @@ type options struct {
 
 	// Pull mode only.
 	agentKubeconfig    string
+	agentHostServer    string
 	agentImage         string
 	printAgentManifest bool
 	// set tells which flags the command line gave.
@@ -60,6 +62,7 @@ type options struct {
 // Flags of pull mode.
 const (
 	flagAgentKubeconfig    = "agent-kubeconfig"
+	flagAgentHostServer    = "agent-host-server"
 	flagAgentImage         = "agent-image"
 	flagPrintAgentManifest = "print-agent-manifest"
 )
@@ -98,8 +101,9 @@ and RoleBinding fedwarden:agent:NAME grant it that Lease only), the admission
 policy fedwarden-agent-isolation, which lets an agent change nothing of a
 ClusterPropagatedVersion but its own cluster's entry of status.clusterVersions,
 and the FederatedCluster NAME without spec.secretRef. It writes the agent's
-kubeconfig of the host (server and CA of the host kubeconfig, the agent's
-token) to --agent-kubeconfig, readable by its owner only. In the member it then
+kubeconfig of the host (server and CA of the host kubeconfig, or the server
+--agent-host-server when the agent reaches the host by another name, and the
+agent's token) to --agent-kubeconfig, readable by its owner only. In the member it then
 creates the ServiceAccount, ClusterRole and ClusterRoleBinding fedwarden-agent
 (the same rights as a Push member's, see above), the Secret
 fedwarden-agent-host holding that kubeconfig, and the Deployment
@@ -167,6 +171,8 @@ func addFlags(cmd *cobra.Command, o *options) {
 		"false by default with --"+flagPrintAgentManifest+", as no agent runs yet)")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for the member's token, for the cluster to be Ready, and for any one request")
 	f.StringVar(&o.agentKubeconfig, flagAgentKubeconfig, "", "Pull: write the agent's kubeconfig of the host to this file (mode 0600; it holds the agent's token)")
+	f.StringVar(&o.agentHostServer, flagAgentHostServer, "", "Pull: the host API server's https URL as the agent reaches it, in its kubeconfig "+
+		"(default the host kubeconfig's server; its certificate must be valid for this name too)")
 	f.StringVar(&o.agentImage, flagAgentImage, defaultAgentImage(), "Pull: image of the agent's Deployment in the member")
 	f.BoolVar(&o.printAgentManifest, flagPrintAgentManifest, false, "Pull: apply nothing to the member; print its manifest (without the kubeconfig Secret) instead")
 }
@@ -203,7 +209,7 @@ func (o *options) validate() error {
 func (o *options) validatePull() error {
 	if !o.pull() {
 		var errs []error
-		for _, flag := range []string{flagAgentKubeconfig, flagAgentImage, flagPrintAgentManifest} {
+		for _, flag := range []string{flagAgentKubeconfig, flagAgentHostServer, flagAgentImage, flagPrintAgentManifest} {
 			if o.flagSet(flag) {
 				errs = append(errs, fmt.Errorf("--%s is only for --sync-mode Pull: a Push cluster has no agent", flag))
 			}
@@ -216,6 +222,11 @@ func (o *options) validatePull() error {
 	}
 	if o.agentImage == "" {
 		errs = append(errs, fmt.Errorf("--%s must not be empty", flagAgentImage))
+	}
+	if o.agentHostServer != "" {
+		if u, err := url.Parse(o.agentHostServer); err != nil || u.Scheme != "https" || u.Hostname() == "" {
+			errs = append(errs, fmt.Errorf("--%s %q is not an https:// URL with a host: the agent verifies the host's certificate", flagAgentHostServer, o.agentHostServer))
+		}
 	}
 	return errors.Join(errs...)
 }

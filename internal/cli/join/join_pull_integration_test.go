@@ -28,6 +28,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/registration"
@@ -89,7 +90,16 @@ func TestJoinPull(t *testing.T) {
 		t.Errorf("a second join reset the Lease the agent renewed: %+v", lease.Spec)
 	}
 
-	tb.mustRun(t, unjoin.NewCommand)
+	// Without the member's kubeconfig, unjoin removes the host side only.
+	_, stderr, code = clitest.Execute(unjoin.NewCommand, cluster, "--host-kubeconfig", tb.hostKubeconfig())
+	if code != 0 || !strings.Contains(stderr, "the agent's objects in the member were left") {
+		t.Fatalf("unjoin without the member's kubeconfig: exit code %d:\n%s", code, stderr)
+	}
+	waitGone(ctx, t, tb.host, &v1beta1.FederatedCluster{}, client.ObjectKey{Name: cluster})
+	if err := tb.member.Get(ctx, client.ObjectKey{Namespace: ns, Name: registration.AgentDeploymentName}, &appsv1.Deployment{}); err != nil {
+		t.Errorf("unjoin without the member's kubeconfig touched the member: %v", err)
+	}
+	tb.mustRun(t, unjoin.NewCommand) // the FederatedCluster is gone: both modes' objects
 	for _, o := range []struct {
 		c   client.Client
 		obj client.Object
@@ -240,7 +250,9 @@ func checkPullMember(ctx context.Context, t *testing.T, member client.Client, pa
 	if err := member.Get(ctx, client.ObjectKey{Name: "fedwarden-agent"}, role); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, "create") }) {
+	if !slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "configmaps") && slices.Contains(r.Verbs, "create")
+	}) {
 		t.Errorf("the agent cannot write ConfigMaps in the member: %+v", role.Rules)
 	}
 	if err := member.Get(ctx, client.ObjectKey{Name: "fedwarden-agent"}, &rbacv1.ClusterRoleBinding{}); err != nil {
@@ -296,7 +308,9 @@ func checkAgentRights(ctx context.Context, t *testing.T, admin, agent client.Cli
 		}}
 		return agent.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(registration.AgentFieldManager(cluster)), client.ForceOwnership)
 	}
-	entry := func(name, version string) map[string]any { return map[string]any{"clusterName": name, "version": version} }
+	entry := func(name, version string) map[string]any {
+		return map[string]any{"clusterName": name, "version": version}
+	}
 
 	// Adding its entry, then changing it.
 	for _, version := range []string{"1", "2"} {

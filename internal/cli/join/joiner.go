@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -57,7 +58,7 @@ func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *k
 			kubeconfig:    o.agentKubeconfig,
 			image:         o.agentImage,
 			printManifest: o.printAgentManifest,
-			host:          registration.HostEndpoint{Server: host.Server, CAData: host.CAData, TLSServerName: host.TLSServerName},
+			host:          registration.HostEndpoint{Server: cmp.Or(o.agentHostServer, host.Server), CAData: host.CAData, TLSServerName: host.TLSServerName},
 		},
 	}, nil
 }

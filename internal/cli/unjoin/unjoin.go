@@ -105,15 +105,17 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
 		return streams.UsageError(err)
 	}
-	member, err := kubeconfig.Load(o.member)
-	if err != nil {
-		return streams.UsageError(err)
+	// A Pull cluster's member is only needed when it is named: its
+	// kubeconfig may be missing.
+	member, memberErr := kubeconfig.Load(o.member)
+	if memberErr != nil && o.memberGiven() {
+		return streams.UsageError(memberErr)
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	u, err := newUnjoiner(s, o, member, host)
+	u, err := newUnjoiner(s, o, member, memberErr, host)
 	if err != nil {
 		return err
 	}

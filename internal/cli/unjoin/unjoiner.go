@@ -19,32 +19,37 @@ import (
 
 // unjoiner removes one cluster.
 type unjoiner struct {
-	spec    registration.Spec // only the name and namespace
-	member  client.Client
-	host    client.Client
-	out     io.Writer
-	timeout time.Duration
+	spec   registration.Spec // only the name and namespace
+	member client.Client     // nil when its kubeconfig could not be loaded
+	// memberErr says why the member's kubeconfig could not be loaded.
+	memberErr error
+	host      client.Client
+	out       io.Writer
+	timeout   time.Duration
 	// memberGiven tells whether the command line named the member's
 	// kubeconfig or context; without, a Pull cluster's member is left.
 	memberGiven bool
 }
 
-func newUnjoiner(s streams.IO, o *options, member, host *kubeconfig.Cluster) (*unjoiner, error) {
+func newUnjoiner(s streams.IO, o *options, member *kubeconfig.Cluster, memberErr error, host *kubeconfig.Cluster) (*unjoiner, error) {
 	host.Config.Timeout = o.timeout
 	hostClient, err := host.Client()
 	if err != nil {
 		return nil, err
 	}
-	memberClient, err := member.Client()
-	if err != nil {
-		return nil, err
+	var memberClient client.Client
+	if member != nil {
+		if memberClient, err = member.Client(); err != nil {
+			return nil, err
+		}
 	}
 	return &unjoiner{
-		spec:    registration.Spec{Name: o.name, Namespace: o.namespace},
-		member:  memberClient,
-		host:    hostClient,
-		out:     s.ErrOut,
-		timeout: o.timeout,
+		spec:      registration.Spec{Name: o.name, Namespace: o.namespace},
+		member:    memberClient,
+		memberErr: memberErr,
+		host:      hostClient,
+		out:       s.ErrOut,
+		timeout:   o.timeout,
 
 		memberGiven: o.memberGiven(),
 	}, nil
@@ -59,6 +64,9 @@ func (u *unjoiner) unjoin(ctx context.Context) error {
 		return err
 	}
 	mode := syncModeOf(cluster)
+	if u.member == nil && (mode != v1beta1.SyncModePull || u.memberGiven) {
+		return streams.UsageError(u.memberErr) // nothing was changed
+	}
 	if err := u.removeHost(ctx, cluster, mode); err != nil {
 		return err
 	}
