@@ -1,0 +1,251 @@
+package kyvernotest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+const (
+	// Namespace is where Kyverno keeps its configuration, leases and
+	// certificates, as the Helm chart installs it.
+	Namespace = "kyverno"
+	// serviceAccount is the ServiceAccount the chart runs Kyverno as; here
+	// only its name is used (Kyverno authenticates with the kubeconfig).
+	serviceAccount = "kyverno"
+	// stopGrace is how long a controller gets to end after SIGTERM.
+	stopGrace = 10 * time.Second
+)
+
+// crdDirs are the directories of Kyverno's module whose CRDs the
+// controllers need: policies, update requests, ephemeral and policy reports.
+var crdDirs = []string{"config/crds/kyverno", "config/crds/policies.kyverno.io", "config/crds/policyreport", "config/crds/reports"}
+
+// Kyverno is a running set of Kyverno controllers.
+type Kyverno struct {
+	procs []*process
+}
+
+// Start installs Kyverno's CRDs and configuration in the cluster of
+// kubeconfig (whose credentials cfg holds) and starts the admission,
+// background and reports controllers against it, logging to files in dir.
+func Start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) (*Kyverno, error) {
+	bins := map[string]string{}
+	for _, name := range []string{Admission, Background, Reports} {
+		bin, err := Binary(name)
+		if err != nil {
+			return nil, err
+		}
+		bins[name] = bin
+	}
+	moduleDir, err := ModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := installCRDs(ctx, cfg, moduleDir); err != nil {
+		return nil, err
+	}
+	if err := prepareNamespace(ctx, cfg); err != nil {
+		return nil, err
+	}
+	k := &Kyverno{}
+	for _, c := range controllers(kubeconfig) {
+		args, err := c.args()
+		if err != nil {
+			return nil, errors.Join(err, k.Stop())
+		}
+		p, err := startProcess(c.name, bins[c.binary], dir, c.env(), args)
+		if err != nil {
+			return nil, errors.Join(err, k.Stop())
+		}
+		k.procs = append(k.procs, p)
+	}
+	return k, nil
+}
+
+// controller is how one Kyverno controller is run.
+type controller struct {
+	name, binary, deployment string
+	flags                    []string
+}
+
+// controllers are the three controllers, with the flags the chart gives
+// them and those that running out of cluster needs.
+func controllers(kubeconfig string) []controller {
+	return []controller{
+		{name: "admission-controller", binary: Admission, deployment: "kyverno-admission-controller", flags: []string{
+			"--serverIP", "127.0.0.1",
+			// In serverIP mode the webhook URLs carry no port: 443.
+			"--webhookServerPort", "443",
+			"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
+			"--tlsSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-pair",
+			"--kubeconfig", kubeconfig,
+		}},
+		{name: "background-controller", binary: Background, deployment: "kyverno-background-controller", flags: []string{"--kubeconfig", kubeconfig}},
+		{name: "reports-controller", binary: Reports, deployment: "kyverno-reports-controller", flags: []string{"--kubeconfig", kubeconfig}},
+	}
+}
+
+// args are the controller's flags, with a free metrics port on 127.0.0.1
+// and controller-runtime's metrics off (they would all bind :8080).
+func (c controller) args() ([]string, error) {
+	port, err := fedtest.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{
+		"--controllerRuntimeMetricsAddress", "0",
+		"--metricsHost", "127.0.0.1",
+		"--metricsPort", strconv.Itoa(port),
+		"--disableLogColor",
+	}, c.flags...), nil
+}
+
+// env is what a Kyverno Deployment of the chart puts in the environment.
+func (c controller) env() []string {
+	return []string{
+		"KYVERNO_NAMESPACE=" + Namespace,
+		"KYVERNO_SERVICEACCOUNT_NAME=" + serviceAccount,
+		"KYVERNO_DEPLOYMENT=" + c.deployment,
+		"KYVERNO_POD_NAME=" + c.deployment + "-0",
+		"INIT_CONFIG=kyverno",
+		"METRICS_CONFIG=kyverno-metrics",
+	}
+}
+
+// Stop ends the controllers.
+func (k *Kyverno) Stop() error {
+	return stopAll(k.procs, stopGrace)
+}
+
+// Exited names the controllers that have ended, which they should not
+// while the test runs.
+func (k *Kyverno) Exited() []string {
+	var names []string
+	for _, p := range k.procs {
+		if p.exited() {
+			names = append(names, p.name)
+		}
+	}
+	return names
+}
+
+// Logs returns the last lines of every controller's log, for a failure.
+func (k *Kyverno) Logs() string {
+	var b strings.Builder
+	for _, p := range k.procs {
+		fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s\n", p.name, p.logPath, tail(p.logPath, 16<<10))
+	}
+	return b.String()
+}
+
+// installCRDs creates Kyverno's CRDs from its module and waits until they
+// are served.
+func installCRDs(ctx context.Context, cfg *rest.Config, moduleDir string) error {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("installing Kyverno's CRDs: %w", err)
+	}
+	var names []string
+	for _, d := range crdDirs {
+		err := filepath.WalkDir(filepath.Join(moduleDir, d), func(path string, e fs.DirEntry, err error) error {
+			if err != nil || e.IsDir() || !strings.HasSuffix(path, ".yaml") {
+				return err
+			}
+			name, err := createCRD(ctx, client, path)
+			names = append(names, name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("installing Kyverno's CRDs: %w", err)
+		}
+	}
+	return waitEstablished(ctx, client, names)
+}
+
+func createCRD(ctx context.Context, client apiextensionsclient.Interface, path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	_, err = client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("creating CRD %s: %w", crd.Name, err)
+	}
+	return crd.Name, nil
+}
+
+func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, names []string) error {
+	for _, name := range names {
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			crd, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// prepareNamespace creates what the chart creates beside the controllers:
+// the namespace, the ConfigMaps of INIT_CONFIG and METRICS_CONFIG (empty:
+// Kyverno's defaults) and the ServiceAccount.
+func prepareNamespace(ctx context.Context, cfg *rest.Config) error {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("preparing namespace %s: %w", Namespace, err)
+	}
+	objects := []func() error{
+		func() error {
+			_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := kc.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount}}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for _, name := range []string{"kyverno", "kyverno-metrics"} {
+		objects = append(objects, func() error {
+			_, err := kc.CoreV1().ConfigMaps(Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			return err
+		})
+	}
+	for _, create := range objects {
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("preparing namespace %s: %w", Namespace, err)
+		}
+	}
+	return nil
+}
