@@ -476,7 +476,13 @@ func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.Clust
 	if in.resync != "" {
 		next.Resync = in.resync
 	}
-	if equality.Semantic.DeepEqual(cpv.Status, next) {
+	// The API server keeps the entries in the order their managers applied
+	// them, not sorted.
+	current := cpv.Status.DeepCopy()
+	slices.SortFunc(current.ClusterVersions, func(a, b typesv1beta1.ClusterVersion) int {
+		return strings.Compare(string(a.ClusterName), string(b.ClusterName))
+	})
+	if equality.Semantic.DeepEqual(*current, next) {
 		return nil
 	}
 	agents := map[string]bool{}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -63,7 +65,13 @@ func waitForCPV(t *testing.T, c client.Client, namespace, name, templateVersion,
 		if string(st.TemplateVersion) != templateVersion || string(st.OverrideVersion) != overrideVersion || len(st.ClusterVersions) != len(clusters) {
 			return false, fmt.Sprintf("%+v", st)
 		}
-		for i, cv := range st.ClusterVersions {
+		// Entries are in the order their writers applied them: the host's,
+		// then each Pull cluster's agent's.
+		entries := slices.Clone(st.ClusterVersions)
+		slices.SortFunc(entries, func(a, b typesv1beta1.ClusterVersion) int {
+			return strings.Compare(string(a.ClusterName), string(b.ClusterName))
+		})
+		for i, cv := range entries {
 			if string(cv.ClusterName) != clusters[i] || cv.State != typesv1beta1.InSync || string(cv.TemplateVersion) != templateVersion || string(cv.OverrideVersion) != overrideVersion {
 				return false, fmt.Sprintf("%+v", st)
 			}

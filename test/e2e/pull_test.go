@@ -51,6 +51,8 @@ type pullBed struct {
 	agentHost string
 	agent     *fedtest.ControllerManager
 	dir       string
+	// t is the test the bed belongs to: what it starts ends with it.
+	t *testing.T
 }
 
 // startPullBed starts the bed, joins both members, enables Deployments and
@@ -68,7 +70,7 @@ func startPullBed(t *testing.T) *pullBed {
 			t.Errorf("stopping the test bed: %v", err)
 		}
 	})
-	b := &pullBed{Federation: f, host: newClient(t, f.Host.Config), push: f.Members[0], pull: f.Members[1], dir: t.TempDir()}
+	b := &pullBed{Federation: f, host: newClient(t, f.Host.Config), push: f.Members[0], pull: f.Members[1], dir: t.TempDir(), t: t}
 	// No leader election: the host is stopped for 30 s, longer than a
 	// leader may go without renewing.
 	cm, err := startControllerManager(f, b.dir, "--resync-period", "5s", "--leader-elect=false")
@@ -125,7 +127,7 @@ func (b *pullBed) agentMemberKubeconfig(t *testing.T) string {
 }
 
 // startAgent starts the agent and waits until the host sees the Pull
-// cluster Ready from its Lease.
+// cluster Ready from its Lease. The agent runs until the bed's test ends.
 func (b *pullBed) startAgent(t *testing.T) {
 	t.Helper()
 	agent, err := fedtest.StartAgent(fedwardenBin, b.dir, b.agentArgs...)
@@ -133,9 +135,9 @@ func (b *pullBed) startAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.agent = agent
-	t.Cleanup(func() {
+	b.t.Cleanup(func() {
 		_ = agent.Stop()
-		if t.Failed() {
+		if b.t.Failed() {
 			dumpLog(agent.LogPath)
 		}
 	})
