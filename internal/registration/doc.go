@@ -25,7 +25,7 @@
 //	        ClusterRoleBinding                fedwarden:agent:NAME
 //	        Role, RoleBinding                 NS/fedwarden:agent:NAME  (its Lease only)
 //	        Lease                             NS/fedwarden-agent-NAME  (renewed by the agent)
-//	        ValidatingAdmissionPolicy(+Binding) fedwarden-agent-isolation  (shared)
+//	        ValidatingAdmissionPolicy         fedwarden-agent-isolation  (shared; and its binding)
 //	        FederatedCluster                  NAME  (syncMode Pull, no secretRef)
 //	member  Namespace                         NS
 //	        ServiceAccount                    NS/fedwarden-agent
