@@ -26,6 +26,18 @@ func unreachableProbe() probeResult {
 	return probeResult{outcome: probeUnreachable, message: "https://m:6443: connection refused"}
 }
 
+// aliveLease was renewed 2 s before t1 and lasts 40 s; expiredLease was
+// renewed a minute before t1.
+func aliveLease() agentLease {
+	return agentLease{found: true, holder: "agent-0", renewed: t1.Add(-2 * time.Second), duration: 40 * time.Second, version: "v1.37.2"}
+}
+
+func expiredLease() agentLease {
+	l := aliveLease()
+	l.renewed = t1.Add(-time.Minute)
+	return l
+}
+
 // statusAfter runs observations in order from an empty status.
 func statusAfter(obs ...observation) corev1beta1.FederatedClusterStatus {
 	var st corev1beta1.FederatedClusterStatus
@@ -109,6 +121,17 @@ func TestNextStatus(t *testing.T) {
 			obs:  observation{pull: true},
 			want: want{ready: "Unknown", offline: "Unknown", malformed: "False", readyReason: corev1beta1.ReasonAgentNotSeen},
 		},
+		{
+			name: "pull cluster whose agent renews its Lease is Ready, with the member's version",
+			obs:  observation{pull: true, lease: aliveLease()},
+			want: want{ready: "True", offline: "False", malformed: "False", readyReason: corev1beta1.ReasonAgentRenewing, version: "v1.37.2"},
+		},
+		{
+			name: "pull cluster whose agent's Lease expired is not Ready and Offline",
+			from: statusAfter(observation{pull: true, lease: aliveLease()}),
+			obs:  observation{pull: true, lease: expiredLease()},
+			want: want{ready: "False", offline: "True", malformed: "False", readyReason: corev1beta1.ReasonAgentLeaseExpired, version: "v1.37.2"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -143,6 +166,7 @@ func TestNextStatusIsStableWhenNothingChanges(t *testing.T) {
 		{probe: unreachableProbe(), streak: 5},
 		{malformed: &clustercache.MalformedError{Reason: corev1beta1.ReasonSecretMalformed, Message: "no token"}},
 		{pull: true},
+		{pull: true, lease: aliveLease()},
 	} {
 		first := nextStatus(corev1beta1.FederatedClusterStatus{}, obs, th, 1, t0)
 		again := nextStatus(first, obs, th, 1, t1)

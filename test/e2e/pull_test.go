@@ -12,16 +12,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -101,26 +98,11 @@ func startPullBed(t *testing.T) *pullBed {
 }
 
 // agentMemberKubeconfig writes a kubeconfig of the member as the agent's
-// ServiceAccount there (which join created with the member's rules), as a
-// pod of the agent's Deployment would be.
+// ServiceAccount there.
 func (b *pullBed) agentMemberKubeconfig(t *testing.T) string {
 	t.Helper()
-	kube, err := kubernetes.NewForConfig(b.pull.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}
-	tok, err := kube.CoreV1().ServiceAccounts(corev1beta1.DefaultFederationNamespace).CreateToken(t.Context(), registration.AgentMemberServiceAccountName, req, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("minting a token of the agent's ServiceAccount in the member: %v", err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["member"] = &clientcmdapi.Cluster{Server: b.pull.Config.Host, CertificateAuthorityData: b.pull.Config.CAData}
-	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["agent"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "agent"}
-	cfg.CurrentContext = "agent"
 	path := filepath.Join(b.dir, "agent-member.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := fedtest.WriteAgentMemberKubeconfig(t.Context(), b.pull, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -1,0 +1,305 @@
+// Package pull measures how fast a resource reaches a Pull member through
+// its agent, beside a Push member written by the host's controller-manager
+// and a direct client, on the same clusters in the same run. Results and
+// the command that reproduces them are in bench/RESULTS.md.
+package pull
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+const namespace = "bench"
+
+// bed is a host with a Push member (push-1) and a Pull member (pull-1) whose
+// agent runs as a process with the identities join created.
+type bed struct {
+	fed        *localfed.Federation
+	host       client.Client
+	push, pull kubernetes.Interface
+}
+
+func startBed(b *testing.B) *bed {
+	b.Helper()
+	if testing.Short() {
+		b.Skip("needs real API servers")
+	}
+	ctrllog.SetLogger(logr.Discard())
+	dir := b.TempDir()
+	bin, err := fedtest.Build(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := localfed.Start(context.Background(), localfed.WithMemberNames("push-1", "pull-1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = f.Stop() })
+	cm, err := fedtest.StartControllerManager(bin, f, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cm.Stop() })
+	ctx := context.Background()
+	if r, err := fedtest.Run(ctx, bin, fedtest.JoinArgs(f, f.Members[0], "push-1")...); err != nil || r.Code != 0 {
+		b.Fatalf("joining push-1: %v\n%s", err, r)
+	}
+	agentHost := filepath.Join(dir, "agent-host.kubeconfig")
+	if r, err := fedtest.Run(ctx, bin, fedtest.JoinArgs(f, f.Members[1], "pull-1", "--sync-mode", "Pull", "--agent-kubeconfig", agentHost, "--wait=false")...); err != nil || r.Code != 0 {
+		b.Fatalf("joining pull-1: %v\n%s", err, r)
+	}
+	agentMember := filepath.Join(dir, "agent-member.kubeconfig")
+	if err := fedtest.WriteAgentMemberKubeconfig(ctx, f.Members[1], agentMember); err != nil {
+		b.Fatal(err)
+	}
+	agent, err := fedtest.StartAgent(bin, dir, "--cluster-name", "pull-1", "--host-kubeconfig", agentHost, "--kubeconfig", agentMember)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = agent.Stop() })
+	bd := &bed{fed: f, push: mustKube(b, f.Members[0].Config), pull: mustKube(b, f.Members[1].Config)}
+	scheme := runtime.NewScheme()
+	if err := corev1beta1.AddToScheme(scheme); err != nil {
+		b.Fatal(err)
+	}
+	if bd.host, err = client.New(fastConfig(f.Host.Config), client.Options{Scheme: scheme}); err != nil {
+		b.Fatal(err)
+	}
+	bd.waitForReady(b, "push-1", "pull-1")
+	bd.enableDeployments(b)
+	for _, kc := range []kubernetes.Interface{mustKube(b, f.Host.Config), bd.push, bd.pull} {
+		if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return bd
+}
+
+func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
+	kc, err := kubernetes.NewForConfig(fastConfig(cfg))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return kc
+}
+
+// fastConfig lifts client-side rate limits: the benchmark paces itself.
+func fastConfig(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 10000
+	return c
+}
+
+// waitForReady waits until the clusters are Ready.
+func (bd *bed) waitForReady(b *testing.B, names ...string) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, name := range names {
+		fc := &corev1beta1.FederatedCluster{}
+		for {
+			err := bd.host.Get(context.Background(), client.ObjectKey{Name: name}, fc)
+			if err == nil && meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("cluster %s is not Ready: %v %+v", name, err, fc.Status)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+// enableDeployments creates the FederatedTypeConfig of Deployments and waits
+// until the host's controller runs it; the agent starts its own on the same
+// object.
+func (bd *bed) enableDeployments(b *testing.B) {
+	ftc := &corev1beta1.FederatedTypeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
+		Spec: corev1beta1.FederatedTypeConfigSpec{
+			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
+			FederatedType: corev1beta1.APIResource{Group: typesv1beta1.GroupVersion.Group, Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
+			Propagation:   corev1beta1.Enabled,
+		},
+	}
+	ctx := context.Background()
+	if err := bd.host.Create(ctx, ftc); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
+		if time.Now().After(deadline) {
+			b.Fatalf("deployments.apps not Running: %+v", ftc.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := bd.host.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func federatedDeployment(name, cluster string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec": map[string]any{
+			"template":  map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "bench"}}, "spec": deploymentSpec()},
+			"placement": map[string]any{"clusters": []any{map[string]any{"name": cluster}}},
+		},
+	}}
+}
+
+func deploymentSpec() map[string]any {
+	return map[string]any{
+		"replicas": int64(1),
+		"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
+		"template": map[string]any{
+			"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
+			"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}},
+		},
+	}
+}
+
+func deployment(name string) *appsv1.Deployment {
+	one := int32(1)
+	labels := map[string]string{"app": "bench"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+// arrivals closes, per expected name, a channel when a member's watch
+// first sees that Deployment.
+type arrivals struct {
+	mu      sync.Mutex
+	waiters map[string]chan struct{}
+}
+
+func watchArrivals(b *testing.B, members ...kubernetes.Interface) (*arrivals, func()) {
+	a := &arrivals{waiters: map[string]chan struct{}{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, m := range members {
+		list, err := m.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					a.arrived(ev.Object.(*appsv1.Deployment).Name)
+				}
+			}
+		}()
+	}
+	return a, cancel
+}
+
+func (a *arrivals) expect(name string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	a.waiters[name] = ch
+	return ch
+}
+
+func (a *arrivals) arrived(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if ch, ok := a.waiters[name]; ok {
+		close(ch)
+		delete(a.waiters, name)
+	}
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// BenchmarkCreateLatency creates 200 objects of each kind one at a time,
+// taking turns, and measures from the create call until the member's watch
+// shows the Deployment: a FederatedDeployment placed on the Push member
+// (the host's controller-manager writes it), one placed on the Pull member
+// (its agent writes it), and, as the baseline, a Deployment created directly
+// in the Pull member.
+//
+//	go test ./bench/pull/ -run '^$' -bench BenchmarkCreateLatency -benchtime 1x -timeout 30m
+func BenchmarkCreateLatency(b *testing.B) {
+	const n = 200
+	bd := startBed(b)
+	ctx := context.Background()
+	for range b.N {
+		a, stop := watchArrivals(b, bd.push, bd.pull)
+		var push, pull, direct []time.Duration
+		measure := func(name string, create func() error) time.Duration {
+			arrived := a.expect(name)
+			start := time.Now()
+			if err := create(); err != nil {
+				b.Fatal(err)
+			}
+			select {
+			case <-arrived:
+			case <-time.After(time.Minute):
+				b.Fatalf("%s did not arrive within a minute", name)
+			}
+			return time.Since(start)
+		}
+		// A first object through each path, not measured: informers start.
+		measure("warm-push", func() error { return bd.host.Create(ctx, federatedDeployment("warm-push", "push-1")) })
+		measure("warm-pull", func() error { return bd.host.Create(ctx, federatedDeployment("warm-pull", "pull-1")) })
+		for i := range n {
+			name := fmt.Sprintf("push-%d", i)
+			push = append(push, measure(name, func() error { return bd.host.Create(ctx, federatedDeployment(name, "push-1")) }))
+			name = fmt.Sprintf("pull-%d", i)
+			pull = append(pull, measure(name, func() error { return bd.host.Create(ctx, federatedDeployment(name, "pull-1")) }))
+			name = fmt.Sprintf("direct-%d", i)
+			direct = append(direct, measure(name, func() error {
+				_, err := bd.pull.AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{})
+				return err
+			}))
+		}
+		stop()
+		b.ReportMetric(ms(percentile(direct, .5)), "direct-p50-ms")
+		b.ReportMetric(ms(percentile(direct, .99)), "direct-p99-ms")
+		b.ReportMetric(ms(percentile(push, .5)), "push-p50-ms")
+		b.ReportMetric(ms(percentile(push, .99)), "push-p99-ms")
+		b.ReportMetric(ms(percentile(pull, .5)), "pull-p50-ms")
+		b.ReportMetric(ms(percentile(pull, .99)), "pull-p99-ms")
+	}
+}
