@@ -111,7 +111,7 @@ func startBed(b *testing.B) *bed {
 		bd.clusters = append(bd.clusters, m.Name)
 		bd.members = append(bd.members, mustKube(b, m.Config))
 	}
-	if bd.host, err = client.New(fastConfig(f.Host.Config), client.Options{}); err != nil {
+	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
@@ -133,18 +133,11 @@ func startBed(b *testing.B) *bed {
 }
 
 func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fastConfig(cfg))
+	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return kc
-}
-
-// fastConfig lifts client-side rate limits: the benchmark paces itself.
-func fastConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = 5000, 10000
-	return c
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {
@@ -256,7 +249,7 @@ func watchDeployments(ctx context.Context, b *testing.B, kc kubernetes.Interface
 // the host.
 func watchCPVs(ctx context.Context, b *testing.B, cfg *rest.Config) *seenLog[*typesv1beta1.ClusterPropagatedVersion] {
 	l := newSeenLog[*typesv1beta1.ClusterPropagatedVersion]()
-	dyn, err := dynamic.NewForConfig(fastConfig(cfg))
+	dyn, err := dynamic.NewForConfig(fedtest.Unthrottled(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -610,17 +603,11 @@ func (bd *bed) memberWrites(b *testing.B) float64 {
 	}
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(float64(len(s)-1)*p)]
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func reportDurations(b *testing.B, what string, d []time.Duration) {
-	b.ReportMetric(ms(percentile(d, .5)), what+"-p50-ms")
-	b.ReportMetric(ms(percentile(d, .99)), what+"-p99-ms")
+	b.ReportMetric(ms(fedtest.Percentile(d, .5)), what+"-p50-ms")
+	b.ReportMetric(ms(fedtest.Percentile(d, .99)), what+"-p99-ms")
 	b.ReportMetric(ms(slices.Max(d)), what+"-max-ms")
 }
 

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -63,13 +62,13 @@ func startBed(b *testing.B) *bed {
 		if err != nil || r.Code != 0 {
 			b.Fatalf("join %s: %v %s", m.Name, err, r)
 		}
-		kc, err := kubernetes.NewForConfig(fastConfig(m.Config))
+		kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(m.Config))
 		if err != nil {
 			b.Fatal(err)
 		}
 		bd.members = append(bd.members, kc)
 	}
-	if bd.host, err = client.New(fastConfig(f.Host.Config), client.Options{}); err != nil {
+	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
@@ -95,18 +94,11 @@ func (bd *bed) startControllerManager(b *testing.B) {
 }
 
 func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fastConfig(cfg))
+	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return kc
-}
-
-// fastConfig lifts client-side rate limits: the benchmark paces itself.
-func fastConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = 5000, 10000
-	return c
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {
@@ -238,12 +230,6 @@ func (a *arrivals) arrived(name string) {
 	}
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(float64(len(s)-1)*p)]
-}
-
 // BenchmarkCreateLatency creates 200 objects one at a time and measures the
 // time from the create call until the object is present: for Fedwarden, a
 // FederatedDeployment until its Deployment is in all three members; for the
@@ -290,10 +276,10 @@ func BenchmarkCreateLatency(b *testing.B) {
 			federated = append(federated, time.Since(start))
 		}
 		stop()
-		b.ReportMetric(float64(percentile(direct, .5).Microseconds())/1000, "direct-p50-ms")
-		b.ReportMetric(float64(percentile(direct, .99).Microseconds())/1000, "direct-p99-ms")
-		b.ReportMetric(float64(percentile(federated, .5).Microseconds())/1000, "fedwarden-p50-ms")
-		b.ReportMetric(float64(percentile(federated, .99).Microseconds())/1000, "fedwarden-p99-ms")
+		b.ReportMetric(float64(fedtest.Percentile(direct, .5).Microseconds())/1000, "direct-p50-ms")
+		b.ReportMetric(float64(fedtest.Percentile(direct, .99).Microseconds())/1000, "direct-p99-ms")
+		b.ReportMetric(float64(fedtest.Percentile(federated, .5).Microseconds())/1000, "fedwarden-p50-ms")
+		b.ReportMetric(float64(fedtest.Percentile(federated, .99).Microseconds())/1000, "fedwarden-p99-ms")
 	}
 }
 

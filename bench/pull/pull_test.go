@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +84,7 @@ func startBed(b *testing.B) *bed {
 	if err := corev1beta1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
 	}
-	if bd.host, err = client.New(fastConfig(f.Host.Config), client.Options{Scheme: scheme}); err != nil {
+	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{Scheme: scheme}); err != nil {
 		b.Fatal(err)
 	}
 	bd.waitForReady(b, "push-1", "pull-1")
@@ -99,18 +98,11 @@ func startBed(b *testing.B) *bed {
 }
 
 func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fastConfig(cfg))
+	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
 	if err != nil {
 		b.Fatal(err)
 	}
 	return kc
-}
-
-// fastConfig lifts client-side rate limits: the benchmark paces itself.
-func fastConfig(cfg *rest.Config) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.QPS, c.Burst = 5000, 10000
-	return c
 }
 
 // waitForReady waits until the clusters are Ready.
@@ -244,12 +236,6 @@ func (a *arrivals) arrived(name string) {
 	}
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[int(float64(len(s)-1)*p)]
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkCreateLatency creates 200 objects of each kind one at a time,
@@ -295,11 +281,11 @@ func BenchmarkCreateLatency(b *testing.B) {
 			}))
 		}
 		stop()
-		b.ReportMetric(ms(percentile(direct, .5)), "direct-p50-ms")
-		b.ReportMetric(ms(percentile(direct, .99)), "direct-p99-ms")
-		b.ReportMetric(ms(percentile(push, .5)), "push-p50-ms")
-		b.ReportMetric(ms(percentile(push, .99)), "push-p99-ms")
-		b.ReportMetric(ms(percentile(pull, .5)), "pull-p50-ms")
-		b.ReportMetric(ms(percentile(pull, .99)), "pull-p99-ms")
+		b.ReportMetric(ms(fedtest.Percentile(direct, .5)), "direct-p50-ms")
+		b.ReportMetric(ms(fedtest.Percentile(direct, .99)), "direct-p99-ms")
+		b.ReportMetric(ms(fedtest.Percentile(push, .5)), "push-p50-ms")
+		b.ReportMetric(ms(fedtest.Percentile(push, .99)), "push-p99-ms")
+		b.ReportMetric(ms(fedtest.Percentile(pull, .5)), "pull-p50-ms")
+		b.ReportMetric(ms(fedtest.Percentile(pull, .99)), "pull-p99-ms")
 	}
 }

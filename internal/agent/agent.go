@@ -49,7 +49,9 @@ type Options struct {
 // Validate reports options that cannot work.
 func (o Options) Validate() error {
 	var errs []error
-	if err := registration.ValidateName(o.Cluster); err != nil {
+	if o.Cluster == "" {
+		errs = append(errs, errors.New("--cluster-name is required: the name the cluster joined the federation with"))
+	} else if err := registration.ValidateName(o.Cluster); err != nil {
 		errs = append(errs, fmt.Errorf("--cluster-name: %w", err))
 	}
 	if o.Namespace == "" {

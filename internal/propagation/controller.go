@@ -52,6 +52,18 @@ type Options struct {
 	ResyncPeriod time.Duration
 }
 
+// DefaultOptions are the defaults of the controller-manager's and the
+// agent's flags.
+func DefaultOptions() Options {
+	return Options{
+		Workers:            16,
+		MemberListTimeout:  30 * time.Second,
+		RetryPeriod:        30 * time.Second,
+		DefaultRemediation: typesv1beta1.RemediationEnforce,
+		ResyncPeriod:       10 * time.Minute,
+	}
+}
+
 // Namespaces tells a namespaced type's controller whether namespaces are
 // federated, and of which kind the FederatedNamespaces are.
 type Namespaces interface {

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -23,6 +24,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -274,4 +276,20 @@ func WriteAgentMemberKubeconfig(ctx context.Context, member *localfed.Cluster, p
 	cfg.Contexts["agent"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "agent"}
 	cfg.CurrentContext = "agent"
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// Unthrottled returns a copy of cfg without client-side rate limits:
+// benchmarks pace themselves.
+func Unthrottled(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.QPS, c.Burst = 5000, 10000
+	return c
+}
+
+// Percentile returns the p-th percentile (0 to 1) of d, by the nearest
+// rank below.
+func Percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
 }

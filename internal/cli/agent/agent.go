@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/agent"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
@@ -68,17 +67,11 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Namespace:     corev1beta1.DefaultFederationNamespace,
 			LeaseDuration: 40 * time.Second,
 			RenewInterval: 10 * time.Second,
-			Propagation: propagation.Options{
-				Workers:            8,
-				MemberListTimeout:  30 * time.Second,
-				RetryPeriod:        30 * time.Second,
-				DefaultRemediation: typesv1beta1.RemediationEnforce,
-				ResyncPeriod:       10 * time.Minute,
-			},
+			Propagation:   propagation.DefaultOptions(),
 		},
 		zap: zap.Options{DestWriter: s.ErrOut},
 	}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:         "agent --cluster-name NAME --host-kubeconfig FILE",
 		Short:       "Run the member-side agent of a Pull cluster",
 		Long:        long,
@@ -95,7 +88,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			}
 			return agent.Run(cmd.Context(), host, member, o.agent)
 		},
-	}
+	})
 	addFlags(cmd, o)
 	return cmd
 }

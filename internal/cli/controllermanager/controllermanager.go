@@ -70,14 +70,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Thresholds: cluster.Thresholds{Failure: 3, Success: 1},
 			Workers:    8,
 		},
-		propagation: propagation.Options{
-			Workers:            16,
-			MemberListTimeout:  30 * time.Second,
-			RetryPeriod:        30 * time.Second,
-			DefaultRemediation: typesv1beta1.RemediationEnforce,
-			ResyncPeriod:       10 * time.Minute,
-		},
-		zap: zap.Options{DestWriter: s.ErrOut},
+		propagation: propagation.DefaultOptions(),
+		zap:         zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := &cobra.Command{
 		Use:   "controller-manager",
