@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -34,6 +35,36 @@ func applyCPVStatus(ctx context.Context, c client.Client, key types.NamespacedNa
 	}
 	err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager), client.ForceOwnership)
 	return u, err
+}
+
+// removeLeftEntries removes from the CPV applied the entries of clusters
+// that have left the federation (joined does not have them): entries their
+// agents wrote, which no apply of the host's can remove. Each removal is
+// guarded by a test of the entry's cluster name.
+func (r *Reconciler) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet) error {
+	entries, _, _ := unstructured.NestedSlice(applied.Object, "status", "clusterVersions")
+	var ops []map[string]any
+	for i := len(entries) - 1; i >= 0; i-- {
+		e, _ := entries[i].(map[string]any)
+		name, _ := e["clusterName"].(string)
+		if _, ok := joined[name]; ok {
+			continue
+		}
+		path := fmt.Sprintf("/status/clusterVersions/%d", i)
+		ops = append(ops, map[string]any{"op": "test", "path": path + "/clusterName", "value": name}, map[string]any{"op": "remove", "path": path})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encoding the removal of left clusters' entries: %w", err)
+	}
+	if err := r.client.Status().Patch(ctx, applied, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("removing the entries of clusters that left from ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(applied), err)
+	}
+	r.ownWrites.record(applied)
+	return nil
 }
 
 // ownWrites remembers, per CPV, the resourceVersions of the last few

@@ -3,6 +3,7 @@ package propagation
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,11 @@ import (
 // writes to it and reports its own CPV entry.
 func isPull(fc *corev1beta1.FederatedCluster) bool {
 	return fc != nil && fc.Spec.SyncMode == corev1beta1.SyncModePull
+}
+
+// placesPull tells whether any of the placed clusters is a Pull cluster.
+func placesPull(placed []string, set clusterSet) bool {
+	return slices.ContainsFunc(placed, func(name string) bool { return isPull(set[name]) })
 }
 
 // reportedByAgent is the host's view of a Pull cluster in one sync: the CPV

@@ -163,7 +163,14 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	// The members are written before the CPV is created or updated, so that
 	// a new resource reaches them after a single host write (the finalizer);
 	// a CPV that does not exist yet has no versions, and the first are 1.
+	if placesPull(t.names, set) {
+		// A Pull cluster's agent starts from the CPV: write it first.
+		if cpv, err = r.ensureCPV(ctx, fed, cpv, t); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
 	in := newSyncInput(fed, spec, cpv, t)
+	in.joined = set
 	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, in, t.names, set)
 	if err := finalized(); err != nil {
@@ -219,6 +226,8 @@ type syncInput struct {
 	replicas map[string]int32
 	// previous are the CPV's entries before this sync, by cluster.
 	previous map[string]typesv1beta1.ClusterVersion
+	// joined are the FederatedClusters when the sync started.
+	joined clusterSet
 	// resync is the kubefed.io/resync annotation; force is set when its
 	// value is new: every placed cluster is written.
 	resync string
@@ -498,6 +507,9 @@ func (r *Reconciler) writeCPVStatus(ctx context.Context, cpv *typesv1beta1.Clust
 		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
 	}
 	r.ownWrites.record(applied)
+	if err := r.removeLeftEntries(ctx, applied, in.joined); err != nil {
+		return err
+	}
 	cpv.Status = next
 	return nil
 }

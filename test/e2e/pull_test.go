@@ -365,6 +365,26 @@ func TestPullMode(t *testing.T) {
 		// Its copy stays: an outage moves or deletes nothing.
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
 	})
+
+	t.Run("a Pull cluster that leaves loses its CPV entry, and keeps its copy", func(t *testing.T) {
+		// Without the member's kubeconfig: the host side only.
+		r := runFedwarden(t, "unjoin", b.pull.Name, "--host-kubeconfig", b.Host.Kubeconfig)
+		if r.code != 0 {
+			t.Fatalf("unjoin of the Pull cluster's host side failed:\n%s", r)
+		}
+		eventually(t, 30*time.Second, "the left cluster's entry to be removed from the CPV", func(ctx context.Context) (bool, string) {
+			cpv, err := cpvOf(ctx, b.host, ns, cpvName)
+			if err != nil {
+				return false, err.Error()
+			}
+			names := []string{}
+			for _, cv := range cpv.Status.ClusterVersions {
+				names = append(names, string(cv.ClusterName))
+			}
+			return slices.Equal(names, []string{b.push.Name}), fmt.Sprint(names)
+		})
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+	})
 }
 
 // agentHostClient is a client of the host as the agent, from the kubeconfig
