@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// `fedwarden up --members 2 --with-samples` comes up, the sample reaches
-// both members, `fedwarden status` reports the federation, and Ctrl-C
+// `fedwarden up --members 2 --pull-members 1 --with-samples` comes up (the
+// second member in Pull mode, with its agent), the sample reaches both
+// members, `fedwarden status` reports the federation, and Ctrl-C
 // (SIGINT) stops every process it started. Run again on the same
 // --data-dir, it comes back with what it had.
 func TestUp(t *testing.T) {
@@ -26,14 +27,15 @@ func TestUp(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "up")
 	first := startUp(t, dir)
 	host := filepath.Join(dir, "clusters", "host", "kubeconfig")
-	if !strings.Contains(first.printed, "export KUBECONFIG="+host) || !strings.Contains(first.stderr.String(), "• join the members… done") {
+	if !strings.Contains(first.printed, "export KUBECONFIG="+host) || !strings.Contains(first.stderr.String(), "• join the members… done") ||
+		!strings.Contains(first.stderr.String(), "• start the agents of the Pull members… done") {
 		t.Errorf("fedwarden up printed:\n%s\n%s", first.stderr.String(), first.printed)
 	}
 	for _, m := range []string{"member-1", "member-2"} {
 		checkSampleIn(t, kubeconfigClient(t, filepath.Join(dir, "clusters", m, "kubeconfig")), m)
 	}
 	r := runFedwarden(t, "status", "--host-kubeconfig", host)
-	for _, want := range []string{"member-1   True    Push", "member-2   True    Push", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"} {
+	for _, want := range []string{"member-1   True    Push", "member-2   True    Pull", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"} {
 		if r.code != 0 || !strings.Contains(r.stdout, want) {
 			t.Errorf("fedwarden status does not show %q:\n%s", want, r)
 		}
@@ -62,12 +64,13 @@ type upRun struct {
 	exited  chan error
 }
 
-// startUp runs `fedwarden up --members 2 --with-samples --data-dir dir` and
+// startUp runs `fedwarden up --members 2 --pull-members 1 --with-samples
+// --data-dir dir` and
 // waits until it says it is up.
 func startUp(t *testing.T, dir string) *upRun {
 	t.Helper()
 	u := &upRun{dir: dir, stderr: &strings.Builder{}, exited: make(chan error, 1)}
-	u.cmd = exec.Command(fedwardenBin, "up", "--members", "2", "--with-samples", "--data-dir", dir)
+	u.cmd = exec.Command(fedwardenBin, "up", "--members", "2", "--pull-members", "1", "--with-samples", "--data-dir", dir)
 	stdout, err := u.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

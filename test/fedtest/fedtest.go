@@ -21,12 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
@@ -261,21 +256,7 @@ func ProcessMemory(pid int) (rss, peak int64, err error) {
 // created with the member's rules: what a pod of the agent's Deployment
 // would use. Its token is valid for an hour.
 func WriteAgentMemberKubeconfig(ctx context.Context, member *localfed.Cluster, path string) error {
-	kube, err := kubernetes.NewForConfig(member.Config)
-	if err != nil {
-		return err
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}
-	tok, err := kube.CoreV1().ServiceAccounts(corev1beta1.DefaultFederationNamespace).CreateToken(ctx, registration.AgentMemberServiceAccountName, req, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("minting a token of the agent's ServiceAccount in %s: %w", member.Name, err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["member"] = &clientcmdapi.Cluster{Server: member.Config.Host, CertificateAuthorityData: member.Config.CAData}
-	cfg.AuthInfos["agent"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
-	cfg.Contexts["agent"] = &clientcmdapi.Context{Cluster: "member", AuthInfo: "agent"}
-	cfg.CurrentContext = "agent"
-	return clientcmd.WriteToFile(*cfg, path)
+	return member.WriteServiceAccountKubeconfig(ctx, corev1beta1.DefaultFederationNamespace, registration.AgentMemberServiceAccountName, path, time.Hour)
 }
 
 // Unthrottled returns a copy of cfg without client-side rate limits:

@@ -6,17 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 // bringer brings a local federation up and down, saying what it does.
@@ -27,9 +27,8 @@ type bringer struct {
 	opts *options
 
 	fed        *localfed.Federation
-	cm         *exec.Cmd
-	cmDone     chan struct{}
-	metricsURL string
+	children   []*child // in the order they started
+	metricsURL string   // the controller-manager's
 	started    time.Time
 }
 
@@ -50,6 +49,12 @@ func (b *bringer) up(ctx context.Context) error {
 		{"start the controller-manager", b.startControllerManager},
 		{"join the members", b.joinMembers},
 		{"enable " + strings.Join(enabled, ", "), b.enableKinds},
+	}
+	if b.opts.pullMembers > 0 {
+		steps = slices.Insert(steps, 3, struct {
+			what string
+			do   func(context.Context) error
+		}{"start the agents of the Pull members", b.startAgents})
 	}
 	if b.opts.withSamples {
 		steps = append(steps, struct {
@@ -85,56 +90,44 @@ func (b *bringer) startClusters(ctx context.Context) error {
 // startControllerManager runs `fedwarden controller-manager` against the
 // host, logging to a file, and waits until it is ready.
 func (b *bringer) startControllerManager(ctx context.Context) error {
-	metrics, err := freePort()
+	c, err := b.startChild("controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	probes, err := freePort()
-	if err != nil {
-		return err
-	}
-	logPath := filepath.Join(b.dir, "controller-manager.log")
-	log, err := os.Create(logPath)
-	if err != nil {
-		return fmt.Errorf("creating the controller-manager log: %w", err)
-	}
-	cmd := exec.Command(b.self, "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig,
-		"--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics),
-		"--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probes))
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("starting the controller-manager: %w", err)
-	}
-	b.cm, b.cmDone = cmd, make(chan struct{})
-	b.metricsURL = fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics)
-	go func() {
-		_ = cmd.Wait()
-		log.Close()
-		close(b.cmDone)
-	}()
-	return b.waitReady(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", probes), logPath)
+	b.metricsURL = c.metricsURL
+	return c.waitReady(ctx)
 }
 
-// waitReady polls url until it answers 200, the process ends, or ctx does.
-func (b *bringer) waitReady(ctx context.Context, url, logPath string) error {
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+// startAgents runs `fedwarden agent` for every Pull member, as its
+// ServiceAccount in the member (join created it), and waits until each is
+// ready.
+func (b *bringer) startAgents(ctx context.Context) error {
+	for _, m := range b.pullMembers() {
+		memberKubeconfig := filepath.Join(b.dir, "agent-"+m.Name+"-member.kubeconfig")
+		if err := m.WriteServiceAccountKubeconfig(ctx, corev1beta1.DefaultFederationNamespace, registration.AgentMemberServiceAccountName, memberKubeconfig, 24*time.Hour); err != nil {
+			return err
 		}
-		select {
-		case <-b.cmDone:
-			return fmt.Errorf("the controller-manager exited; see %s", logPath)
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the controller-manager to be ready (see %s): %w", logPath, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
+		c, err := b.startChild("agent-"+m.Name, "agent", "--cluster-name", m.Name,
+			"--host-kubeconfig", b.agentHostKubeconfig(m), "--kubeconfig", memberKubeconfig)
+		if err != nil {
+			return err
+		}
+		if err := c.waitReady(ctx); err != nil {
+			return err
 		}
 	}
+	return nil
+}
+
+// pullMembers are the members that join in Pull mode: the last ones.
+func (b *bringer) pullMembers() []*localfed.Cluster {
+	return b.fed.Members[len(b.fed.Members)-b.opts.pullMembers:]
+}
+
+// agentHostKubeconfig is where join writes the kubeconfig of the host of
+// Pull member m's agent.
+func (b *bringer) agentHostKubeconfig(m *localfed.Cluster) string {
+	return filepath.Join(b.dir, "agent-"+m.Name+"-host.kubeconfig")
 }
 
 // joinMembers joins every member at once, each in its region.
@@ -142,11 +135,13 @@ func (b *bringer) joinMembers(ctx context.Context) error {
 	var wg sync.WaitGroup
 	errs := make([]error, len(b.fed.Members))
 	for i, m := range b.fed.Members {
-		wg.Go(func() {
-			errs[i] = b.fedwarden(ctx, "join-"+m.Name, "join", m.Name,
-				"--host-kubeconfig", b.fed.Host.Kubeconfig, "--cluster-kubeconfig", m.Kubeconfig,
-				"--region", regions[i], "--label", "env=dev")
-		})
+		args := []string{"join", m.Name, "--host-kubeconfig", b.fed.Host.Kubeconfig, "--cluster-kubeconfig", m.Kubeconfig,
+			"--region", regions[i], "--label", "env=dev"}
+		if i >= len(b.fed.Members)-b.opts.pullMembers {
+			// Its agent starts next: the cluster is Ready once it runs.
+			args = append(args, "--sync-mode", "Pull", "--agent-kubeconfig", b.agentHostKubeconfig(m), "--wait=false")
+		}
+		wg.Go(func() { errs[i] = b.fedwarden(ctx, "join-"+m.Name, args...) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -177,25 +172,18 @@ func lastLine(out []byte) string {
 	return lines[len(lines)-1]
 }
 
-// down stops the controller-manager (SIGTERM, then SIGKILL after 15 s) and
-// the clusters.
+// down stops the agents and the controller-manager (SIGTERM, then SIGKILL
+// after 15 s), then the clusters.
 func (b *bringer) down() error {
-	var errs []error
-	if b.cm != nil {
-		_ = b.cm.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.cmDone:
-		case <-time.After(15 * time.Second):
-			_ = b.cm.Process.Kill()
-			<-b.cmDone
-		}
+	for i := len(b.children) - 1; i >= 0; i-- {
+		b.children[i].stop()
 	}
 	if b.fed != nil {
 		if err := b.fed.Stop(); err != nil {
-			errs = append(errs, fmt.Errorf("stopping the clusters: %w", err))
+			return fmt.Errorf("stopping the clusters: %w", err)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago.

@@ -11,8 +11,13 @@ import (
 // printNext says what is running and what to type next.
 func (b *bringer) printNext(w io.Writer) {
 	var members []string
+	pull := len(b.fed.Members) - b.opts.pullMembers
 	for i, m := range b.fed.Members {
-		members = append(members, fmt.Sprintf("%s (%s)", m.Name, regions[i]))
+		mode := ""
+		if i >= pull {
+			mode = ", Pull"
+		}
+		members = append(members, fmt.Sprintf("%s (%s%s)", m.Name, regions[i], mode))
 	}
 	first := b.fed.Members[0]
 	fmt.Fprintf(w, "\nFedwarden is up in %.1fs: host and %s.\n\n", time.Since(b.started).Seconds(), strings.Join(members, ", "))
@@ -31,6 +36,10 @@ func (b *bringer) printNext(w io.Writer) {
 		fmt.Fprintln(w, "\n  # Federate something: fedwarden federate, or apply a FederatedDeployment (see README)")
 	}
 	fmt.Fprintf(w, "\nMember kubeconfigs: %s/<member>/kubeconfig\n", filepath.Join(b.fed.Dir))
-	fmt.Fprintf(w, "Logs: %s (controller-manager.log; clusters/<cluster>/*.log)\n", b.dir)
+	logs := "controller-manager.log"
+	if b.opts.pullMembers > 0 {
+		logs += ", agent-<member>.log"
+	}
+	fmt.Fprintf(w, "Logs: %s (%s; clusters/<cluster>/*.log)\n", b.dir, logs)
 	fmt.Fprintln(w, "Ctrl-C stops everything.")
 }

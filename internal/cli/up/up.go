@@ -24,6 +24,7 @@ type options struct {
 	keep        bool // --data-dir was given: keep state between runs
 	binDir      string
 	withSamples bool
+	pullMembers int
 	timeout     time.Duration
 }
 
@@ -34,16 +35,17 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Use:   "up",
 		Short: "Run a local federation: a host, member clusters, and the controller-manager",
 		Long: "Up starts, on this machine, a host cluster and --members member clusters (real etcd and\n" +
-			"kube-apiserver processes built by 'make tools'), labelled with distinct regions; joins the\n" +
-			"members; enables Deployments, ConfigMaps, Secrets, Services and Namespaces; runs the\n" +
-			"controller-manager; and, with --with-samples, applies a sample federated namespace and\n" +
+			"kube-apiserver processes built by 'make tools'), labelled with distinct regions; runs the\n" +
+			"controller-manager; joins the members (the last --pull-members in Pull mode, each with its\n" +
+			"'fedwarden agent' running here); enables Deployments, ConfigMaps, Secrets, Services and\n" +
+			"Namespaces; and, with --with-samples, applies a sample federated namespace and\n" +
 			"FederatedDeployment with overrides. It prints what to type next and runs until Ctrl-C,\n" +
 			"which stops every process it started.\n\n" +
 			"Kubeconfigs, logs and data go under .fedwarden, emptied first: every run starts a fresh\n" +
 			"federation. With --data-dir, the state is kept between runs: a directory holding a federation\n" +
 			"up started before (with as many members) is started again, with its objects.\n\n" +
 			"Exit codes: 0 stopped by Ctrl-C, 1 could not start, 2 bad flags.",
-		Example: "  fedwarden up --with-samples\n  fedwarden up --members 2 --data-dir /tmp/fed",
+		Example: "  fedwarden up --with-samples\n  fedwarden up --members 2 --data-dir /tmp/fed\n  fedwarden up --members 3 --pull-members 1 --with-samples",
 		Args:    cmdline.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.keep = cmd.Flags().Changed("data-dir")
@@ -57,6 +59,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.members, "members", o.members, "member clusters to start (1 to 6)")
 	f.StringVar(&o.dataDir, "data-dir", o.dataDir, "directory for kubeconfigs, logs and data, kept between runs (the default one is emptied first)")
 	f.StringVar(&o.binDir, "bin-dir", "", "directory of etcd, kube-apiserver and kube-controller-manager (default $FEDWARDEN_BIN_DIR, else bin/ of the Fedwarden checkout)")
+	f.IntVar(&o.pullMembers, "pull-members", 0, "how many of the members (the last ones) join in Pull mode: the host gets no credentials for them, and each runs 'fedwarden agent' here")
 	f.BoolVar(&o.withSamples, "with-samples", false, "apply a sample FederatedNamespace and FederatedDeployment with overrides")
 	f.DurationVar(&o.timeout, "timeout", o.timeout, "how long starting may take")
 	return cmd
@@ -65,6 +68,9 @@ func NewCommand(s streams.IO) *cobra.Command {
 func (o *options) validate() error {
 	if o.members < 1 || o.members > len(regions) {
 		return fmt.Errorf("--members must be between 1 and %d", len(regions))
+	}
+	if o.pullMembers < 0 || o.pullMembers > o.members {
+		return fmt.Errorf("--pull-members must be between 0 and --members (%d)", o.members)
 	}
 	if o.dataDir == "" {
 		return fmt.Errorf("--data-dir must not be empty")

@@ -1,0 +1,90 @@
+package up
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// child is a long-running fedwarden process up started: the
+// controller-manager, or a Pull member's agent.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logPath string
+	// metricsURL and readyURL are its endpoints on 127.0.0.1.
+	metricsURL, readyURL string
+}
+
+// startChild runs this binary with args, its metrics and probes on free
+// ports, logging to <dir>/<name>.log.
+func (b *bringer) startChild(name string, args ...string) (*child, error) {
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	probes, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{name: name, done: make(chan struct{}), logPath: filepath.Join(b.dir, name+".log"),
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metrics), readyURL: fmt.Sprintf("http://127.0.0.1:%d/readyz", probes)}
+	log, err := os.Create(c.logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s log: %w", name, err)
+	}
+	args = append(args, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probes))
+	c.cmd = exec.Command(b.self, args...)
+	c.cmd.Stdout, c.cmd.Stderr = log, log
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting the %s: %w", name, err)
+	}
+	go func() {
+		_ = c.cmd.Wait()
+		log.Close()
+		close(c.done)
+	}()
+	b.children = append(b.children, c)
+	return c, nil
+}
+
+// waitReady polls the child's /readyz until it answers 200, the process
+// ends, or ctx does.
+func (c *child) waitReady(ctx context.Context) error {
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.readyURL, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-c.done:
+			return fmt.Errorf("the %s exited; see %s", c.name, c.logPath)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the %s to be ready (see %s): %w", c.name, c.logPath, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// stop ends the child with SIGTERM, then SIGKILL after 15 s.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
