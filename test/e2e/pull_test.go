@@ -265,6 +265,11 @@ func TestPullMode(t *testing.T) {
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
 		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventDriftDetected, b.pull.Name, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
 		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		// diff cannot read the Pull member: it says what its agent reported.
+		r := runFedwarden(t, "diff", "fdeploy/web", "-n", ns, "--host-kubeconfig", b.Host.Kubeconfig)
+		if r.code != 0 || !strings.Contains(r.stderr, b.pull.Name+": Pull cluster, not read from the host; its agent reports InSync at template version 2") {
+			t.Errorf("fedwarden diff with a Pull member:\n%s", r)
+		}
 	})
 
 	t.Run("an agent cannot write another cluster's entry", func(t *testing.T) {

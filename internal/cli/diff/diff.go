@@ -62,6 +62,9 @@ Diff reads the members with the credentials the host keeps for them, the way
 the controller does: your identity in the host needs get on FederatedClusters
 and on Secrets in the control-plane namespace (--control-plane-namespace).
 The member's certificate is always verified, and no token is ever printed.
+The host keeps no credentials for a Pull cluster: for it, diff reports what its
+agent recorded in the CPV (state, versions, changed paths), and counts it as
+differing unless that is InSync at the current versions.
 
 KIND is the federated kind as kubectl takes it: FederatedDeployment,
 federateddeployments, fdeploy, or the kind it federates (deployment).

@@ -310,3 +310,30 @@ func TestRemove(t *testing.T) {
 		t.Errorf("after remove:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+func TestAgentReport(t *testing.T) {
+	cpv := &typesv1beta1.ClusterPropagatedVersion{Status: typesv1beta1.ClusterPropagatedVersionStatus{
+		TemplateVersion: "2", OverrideVersion: "1",
+		ClusterVersions: []typesv1beta1.ClusterVersion{
+			{ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "2", OverrideVersion: "1"},
+			{ClusterName: "late", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"},
+			{ClusterName: "edited", State: typesv1beta1.ModifiedOutOfBand, TemplateVersion: "2", OverrideVersion: "1", ChangedPaths: []string{"/spec/replicas"}},
+		},
+	}}
+	tests := []struct {
+		cluster string
+		want    string
+		differs bool
+	}{
+		{"edge", "its agent reports InSync at template version 2, override version 1", false},
+		{"late", "its agent reports InSync at template version 1, override version 1", true},
+		{"edited", "ModifiedOutOfBand at template version 2, override version 1: changed /spec/replicas", true},
+		{"silent", "its agent has not reported yet", true},
+	}
+	for _, tt := range tests {
+		report, differs := agentReport(cpv, tt.cluster)
+		if !strings.Contains(report, tt.want) || differs != tt.differs {
+			t.Errorf("%s: got %q, %v; want %q, %v", tt.cluster, report, differs, tt.want, tt.differs)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package diff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -90,6 +91,13 @@ func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster st
 	for _, pc := range placed {
 		v, err := d.compare(ctx, r, pc)
 		switch {
+		case errors.Is(err, errPullCluster):
+			// Not read from here: what its agent reported is the answer.
+			report, drifted := agentReport(r.cpv, string(pc.Name))
+			fmt.Fprintf(d.errOut, "%s: Pull cluster, not read from the host; %s\n", pc.Name, report)
+			if drifted {
+				differing = append(differing, string(pc.Name))
+			}
 		case err != nil:
 			fmt.Fprintf(d.errOut, "%s: not compared: %v\n", pc.Name, err)
 			failed = append(failed, string(pc.Name))
@@ -267,4 +275,21 @@ func newScheme() *runtime.Scheme {
 	utilruntime.Must(corev1beta1.AddToScheme(s))
 	utilruntime.Must(typesv1beta1.AddToScheme(s))
 	return s
+}
+
+// agentReport says what a Pull cluster's agent reported in the CPV, and
+// whether that is a difference.
+func agentReport(cpv *typesv1beta1.ClusterPropagatedVersion, cluster string) (string, bool) {
+	for _, cv := range cpv.Status.ClusterVersions {
+		if string(cv.ClusterName) != cluster {
+			continue
+		}
+		report := fmt.Sprintf("its agent reports %s at template version %s, override version %s", cv.State, cv.TemplateVersion, cv.OverrideVersion)
+		if len(cv.ChangedPaths) > 0 {
+			report += ": changed " + strings.Join(cv.ChangedPaths, ", ")
+		}
+		current := cv.TemplateVersion == cpv.Status.TemplateVersion && cv.OverrideVersion == cpv.Status.OverrideVersion
+		return report, cv.State != typesv1beta1.InSync || !current
+	}
+	return "its agent has not reported yet", true
 }

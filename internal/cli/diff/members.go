@@ -2,6 +2,7 @@ package diff
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,10 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 )
+
+// errPullCluster: the host keeps no credentials for a Pull cluster; its
+// agent reports in the CPV instead.
+var errPullCluster = errors.New("a Pull cluster: the host keeps no credentials to read it")
 
 // members reaches member clusters with the credentials the host keeps for
 // them, read with the user's identity in the host, as the controller reads
@@ -38,7 +43,7 @@ func (m *members) get(ctx context.Context, name string) (*clustercache.Member, e
 		return nil, fmt.Errorf("reading FederatedCluster %s: %w", name, err)
 	}
 	if fc.Spec.SyncMode == corev1beta1.SyncModePull {
-		return nil, fmt.Errorf("cluster %s is a Pull cluster: the host keeps no credentials to read it", name)
+		return nil, fmt.Errorf("cluster %s: %w", name, errPullCluster)
 	}
 	conn, err := clustercache.Load(ctx, m.host, m.namespace, fc)
 	if apierrors.IsForbidden(err) {
