@@ -22,6 +22,7 @@ declare -A module=(
 	[kyverno]=kyverno
 	[kyverno-admission]=kyverno
 	[kyverno-background]=kyverno
+	[kyverno-reports]=kyverno
 )
 declare -A package=(
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -32,6 +33,7 @@ declare -A package=(
 	[kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 	[kyverno-admission]=github.com/kyverno/kyverno/cmd/kyverno
 	[kyverno-background]=github.com/kyverno/kyverno/cmd/background-controller
+	[kyverno-reports]=github.com/kyverno/kyverno/cmd/reports-controller
 )
 
 # ldflags_of prints the linker flags of a tool. Kubernetes binaries and helm
@@ -81,7 +83,7 @@ build() {
 		echo "(a cold build of kube-apiserver takes about 15 minutes on 2 cores, kube-controller-manager 6 more)"
 	fi
 	if [[ $name == kyverno ]]; then
-		echo "(a cold build of the kyverno CLI takes about 8 minutes on 2 cores, its controllers 5 more)"
+		echo "(a cold build of the kyverno CLI takes about 8 minutes on 2 cores, its three controllers 5 more)"
 	fi
 	local start=$SECONDS
 	(cd "$dir" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags="$flags" -o "$bin/$name.tmp" "${package[$name]}")
@@ -91,5 +93,5 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kyverno kyverno-admission kyverno-background)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kyverno kyverno-admission kyverno-background kyverno-reports)
 for t in "${tools[@]}"; do build "$t"; done
