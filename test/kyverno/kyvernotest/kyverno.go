@@ -31,6 +31,10 @@ const (
 	// serviceAccount is the ServiceAccount the chart runs Kyverno as; here
 	// only its name is used (Kyverno authenticates with the kubeconfig).
 	serviceAccount = "kyverno"
+	// caSecret and tlsSecret hold the admission controller's CA and serving
+	// certificate, which it makes; the names are the chart's.
+	caSecret  = "kyverno-svc.kyverno.svc.kyverno-tls-ca"
+	tlsSecret = "kyverno-svc.kyverno.svc.kyverno-tls-pair"
 	// stopGrace is how long a controller gets to end after SIGTERM.
 	stopGrace = 10 * time.Second
 )
@@ -78,7 +82,30 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) (*Kyve
 		}
 		k.procs = append(k.procs, p)
 	}
+	if err := k.waitServing(ctx, cfg); err != nil {
+		return nil, errors.Join(err, k.Stop())
+	}
 	return k, nil
+}
+
+// waitServing waits until the admission controller has made its serving
+// certificate: before, the API server's calls to its webhooks fail.
+func (k *Kyverno) waitServing(ctx context.Context, cfg *rest.Config) error {
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if exited := k.Exited(); len(exited) > 0 {
+			return false, fmt.Errorf("%v exited", exited)
+		}
+		_, err := kc.CoreV1().Secrets(Namespace).Get(ctx, tlsSecret, metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for Kyverno's serving certificate: %w\n%s", err, k.Logs())
+	}
+	return nil
 }
 
 // controller is how one Kyverno controller is run.
@@ -92,27 +119,28 @@ type controller struct {
 func controllers(kubeconfig string) []controller {
 	return []controller{
 		{name: "admission-controller", binary: Admission, deployment: "kyverno-admission-controller", flags: []string{
+			"--controllerRuntimeMetricsAddress", "0",
 			"--serverIP", "127.0.0.1",
 			// In serverIP mode the webhook URLs carry no port: 443.
 			"--webhookServerPort", "443",
-			"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
-			"--tlsSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-pair",
+			"--caSecretName", caSecret,
+			"--tlsSecretName", tlsSecret,
 			"--kubeconfig", kubeconfig,
 		}},
-		{name: "background-controller", binary: Background, deployment: "kyverno-background-controller", flags: []string{"--kubeconfig", kubeconfig}},
+		{name: "background-controller", binary: Background, deployment: "kyverno-background-controller", flags: []string{"--controllerRuntimeMetricsAddress", "0", "--kubeconfig", kubeconfig}},
 		{name: "reports-controller", binary: Reports, deployment: "kyverno-reports-controller", flags: []string{"--kubeconfig", kubeconfig}},
 	}
 }
 
-// args are the controller's flags, with a free metrics port on 127.0.0.1
-// and controller-runtime's metrics off (they would all bind :8080).
+// args are the controller's flags, with a free metrics port on 127.0.0.1.
+// (The admission and background controllers also get controller-runtime's
+// metrics off, which would otherwise both bind :8080.)
 func (c controller) args() ([]string, error) {
 	port, err := fedtest.FreePort()
 	if err != nil {
 		return nil, err
 	}
 	return append([]string{
-		"--controllerRuntimeMetricsAddress", "0",
 		"--metricsHost", "127.0.0.1",
 		"--metricsPort", strconv.Itoa(port),
 		"--disableLogColor",
@@ -151,6 +179,9 @@ func (k *Kyverno) Exited() []string {
 // Logs returns the last lines of every controller's log, for a failure.
 func (k *Kyverno) Logs() string {
 	var b strings.Builder
+	if exited := k.Exited(); len(exited) > 0 {
+		fmt.Fprintf(&b, "Kyverno controllers that exited: %v\n", exited)
+	}
 	for _, p := range k.procs {
 		fmt.Fprintf(&b, "--- last lines of %s (%s) ---\n%s\n", p.name, p.logPath, tail(p.logPath, 16<<10))
 	}

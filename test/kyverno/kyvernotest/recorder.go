@@ -105,6 +105,35 @@ func (r *Recorder) Wait(ctx context.Context, name string, from int, timeout time
 	}
 }
 
+// WaitLatest waits at most timeout until the latest version of the object
+// name satisfies ok, and returns it: what a user polling the object sees.
+func (r *Recorder) WaitLatest(ctx context.Context, name string, timeout time.Duration, ok func(*unstructured.Unstructured) bool) (Seen, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		var latest Seen
+		for i := len(r.versions) - 1; i >= 0; i-- {
+			if r.versions[i].Obj.GetName() == name {
+				latest = r.versions[i]
+				break
+			}
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		if latest.Obj != nil && ok(latest.Obj) {
+			return latest, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return Seen{}, ctx.Err()
+		case <-deadline.C:
+			return Seen{}, fmt.Errorf("%s: the latest version is not as wanted after %s: %v", name, timeout, describe(latest.Obj))
+		}
+	}
+}
+
 // Latest returns the latest version of the object name, if any was seen.
 func (r *Recorder) Latest(name string) (*unstructured.Unstructured, bool) {
 	r.mu.Lock()
