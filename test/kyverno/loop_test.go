@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fedwarden/fedwarden/test/kyverno/kyvernotest"
 )
@@ -114,6 +115,8 @@ func healThroughKyverno(t *testing.T, bed *kyvernotest.Bed, reportFile, resyncFi
 		return res["result"] == "fail" && strings.Contains(msg, cluster+": ModifiedOutOfBand") && strings.Contains(msg, imagePath)
 	})
 	l.show("2. edited in the member, reported")
+	l.showYAML("CPV status", l.cpvs, l.cpvName, "status", "clusterVersions")
+	l.showYAML("PolicyReport results", l.reports, l.cpvUID, "results")
 	if img := l.memberImage(); img != editedImage {
 		t.Fatalf("under Alert, with no resync policy, the member's image became %s", img)
 	}
@@ -367,6 +370,19 @@ func (l *loop) show(step string) {
 		fmt.Fprintf(&b, "$ kubectl get %s -n %s\n%s", r.name, l.ns, table)
 	}
 	l.t.Logf("%s\n%s", step, b.String())
+}
+
+// showYAML logs the field at path of the latest version of name, as
+// kubectl get -o yaml shows it.
+func (l *loop) showYAML(what string, r *kyvernotest.Recorder, name string, path ...string) {
+	l.t.Helper()
+	obj, _ := r.Latest(name)
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, path...)
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Logf("%s (.%s):\n%s", what, strings.Join(path, "."), out)
 }
 
 // entry returns the status.clusterVersions entry of cluster.
