@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +89,20 @@ func BenchmarkKyvernoHeal(b *testing.B) {
 		}
 		report(b, "kyverno", healedKyverno)
 		report(b, "enforce", healedEnforce)
+		b.ReportMetric(float64(bn.resynced(enforce)), "enforce-resynced-by-kyverno")
 	}
+}
+
+// resynced counts the federated resources among names on which Kyverno
+// has set kubefed.io/resync.
+func (bn *bench) resynced(names []string) int {
+	n := 0
+	for _, name := range names {
+		if fd, ok := bn.fds.Latest(name); ok && strings.HasPrefix(fd.GetAnnotations()["kubefed.io/resync"], "kyverno-") {
+			n++
+		}
+	}
+	return n
 }
 
 // start starts the bed with the CEL policies and the watches.
