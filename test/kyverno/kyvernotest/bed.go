@@ -18,7 +18,8 @@ import (
 
 // Bed is a host with joined members, Fedwarden's controller-manager with
 // remediation Alert by default (so that only Kyverno heals what is not
-// told otherwise), Deployments enabled, and Kyverno's controllers.
+// told otherwise), Deployments enabled, and Kyverno's controllers running
+// as their chart's ServiceAccounts with deploy/kyverno/rbac.yaml added.
 type Bed struct {
 	Fed     *localfed.Federation
 	CM      *fedtest.ControllerManager
@@ -46,8 +47,9 @@ func StartBed(ctx context.Context, dir string, members int) (*Bed, error) {
 		return nil, err
 	}
 	// The members run no deployment controller: a member Deployment
-	// changes only when someone writes it.
-	f, err := localfed.Start(ctx, localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	// changes only when someone writes it. The host aggregates ClusterRoles,
+	// for Kyverno's RBAC.
+	f, err := localfed.Start(ctx, localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller", "clusterrole-aggregation-controller"))
 	if err != nil {
 		return nil, fmt.Errorf("starting the local federation: %w", err)
 	}
@@ -80,9 +82,6 @@ func (b *Bed) start(ctx context.Context, bin, dir string) error {
 	if err := b.enableDeployments(ctx); err != nil {
 		return err
 	}
-	if b.Kyverno, err = Start(ctx, b.Fed.Host.Config, b.Fed.Host.Kubeconfig, dir); err != nil {
-		return err
-	}
 	deploy, err := DeployDir()
 	if err != nil {
 		return err
@@ -91,7 +90,11 @@ func (b *Bed) start(ctx context.Context, bin, dir string) error {
 	if err != nil {
 		return err
 	}
-	return b.Host.Create(ctx, rbac)
+	if err := b.Host.Create(ctx, rbac); err != nil {
+		return err
+	}
+	b.Kyverno, err = Start(ctx, b.Fed.Host.Config, dir)
+	return err
 }
 
 // enableDeployments creates the FederatedTypeConfig of Deployments and

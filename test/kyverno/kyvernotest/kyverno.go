@@ -28,9 +28,6 @@ const (
 	// Namespace is where Kyverno keeps its configuration, leases and
 	// certificates, as the Helm chart installs it.
 	Namespace = "kyverno"
-	// serviceAccount is the ServiceAccount the chart runs Kyverno as; here
-	// only its name is used (Kyverno authenticates with the kubeconfig).
-	serviceAccount = "kyverno"
 	// caSecret and tlsSecret hold the admission controller's CA and serving
 	// certificate, which it makes; the names are the chart's.
 	caSecret  = "kyverno-svc.kyverno.svc.kyverno-tls-ca"
@@ -48,10 +45,13 @@ type Kyverno struct {
 	procs []*process
 }
 
-// Start installs Kyverno's CRDs and configuration in the cluster of
-// kubeconfig (whose credentials cfg holds) and starts the admission,
-// background and reports controllers against it, logging to files in dir.
-func Start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) (*Kyverno, error) {
+// Start installs Kyverno's CRDs, and the ServiceAccounts, RBAC and
+// ConfigMaps of its Helm chart, in the cluster whose admin credentials cfg
+// holds, and starts the admission, background and reports controllers
+// against it, each as its chart ServiceAccount (a token in a kubeconfig),
+// logging to files in dir. RBAC that policies need (deploy/kyverno/rbac.yaml)
+// is best created before, so that its aggregation is in place.
+func Start(ctx context.Context, cfg *rest.Config, dir string) (*Kyverno, error) {
 	bins := map[string]string{}
 	for _, name := range []string{Admission, Background, Reports} {
 		bin, err := Binary(name)
@@ -67,12 +67,16 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) (*Kyve
 	if err := installCRDs(ctx, cfg, moduleDir); err != nil {
 		return nil, err
 	}
-	if err := prepareNamespace(ctx, cfg); err != nil {
+	if err := installChart(ctx, cfg, moduleDir, dir); err != nil {
 		return nil, err
 	}
 	k := &Kyverno{}
-	for _, c := range controllers(kubeconfig) {
-		args, err := c.args()
+	for _, c := range controllers() {
+		kubeconfig, err := serviceAccountKubeconfig(ctx, cfg, c.deployment, dir)
+		if err != nil {
+			return nil, errors.Join(err, k.Stop())
+		}
+		args, err := c.args(kubeconfig)
 		if err != nil {
 			return nil, errors.Join(err, k.Stop())
 		}
@@ -86,6 +90,92 @@ func Start(ctx context.Context, cfg *rest.Config, kubeconfig, dir string) (*Kyve
 		return nil, errors.Join(err, k.Stop())
 	}
 	return k, nil
+}
+
+// installChart creates Kyverno's namespace and the chart's ServiceAccounts,
+// RBAC and ConfigMaps.
+func installChart(ctx context.Context, cfg *rest.Config, moduleDir, dir string) error {
+	objs, err := chartObjects(moduleDir, dir)
+	if err != nil {
+		return err
+	}
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", Namespace, err)
+	}
+	c, err := NewCluster(cfg)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		r, err := c.Resource(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := r.Create(ctx, obj, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %s %s of Kyverno's chart: %w", obj.GetKind(), obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// controller is how one Kyverno controller is run: its Deployment in the
+// chart names it and its ServiceAccount.
+type controller struct {
+	name, binary, deployment string
+	flags                    []string
+}
+
+// controllers are the three controllers, with the flags the chart gives
+// them and those that running out of cluster needs.
+func controllers() []controller {
+	return []controller{
+		{name: "admission-controller", binary: Admission, deployment: "kyverno-admission-controller", flags: []string{
+			"--controllerRuntimeMetricsAddress", "0",
+			"--serverIP", "127.0.0.1",
+			// In serverIP mode the webhook URLs carry no port: 443.
+			"--webhookServerPort", "443",
+			"--caSecretName", caSecret,
+			"--tlsSecretName", tlsSecret,
+			"--backgroundServiceAccountName", "system:serviceaccount:" + Namespace + ":kyverno-background-controller",
+			"--reportsServiceAccountName", "system:serviceaccount:" + Namespace + ":kyverno-reports-controller",
+		}},
+		{name: "background-controller", binary: Background, deployment: "kyverno-background-controller", flags: []string{"--controllerRuntimeMetricsAddress", "0"}},
+		{name: "reports-controller", binary: Reports, deployment: "kyverno-reports-controller"},
+	}
+}
+
+// args are the controller's flags, with kubeconfig and a free metrics port
+// on 127.0.0.1. (The admission and background controllers also get
+// controller-runtime's metrics off, which would otherwise both bind :8080.)
+func (c controller) args(kubeconfig string) ([]string, error) {
+	port, err := fedtest.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{
+		"--kubeconfig", kubeconfig,
+		"--metricsHost", "127.0.0.1",
+		"--metricsPort", strconv.Itoa(port),
+		"--disableLogColor",
+	}, c.flags...), nil
+}
+
+// env is what the controller's Deployment in the chart puts in the
+// environment.
+func (c controller) env() []string {
+	return []string{
+		"KYVERNO_NAMESPACE=" + Namespace,
+		"KYVERNO_SERVICEACCOUNT_NAME=" + c.deployment,
+		"KYVERNO_DEPLOYMENT=" + c.deployment,
+		"KYVERNO_POD_NAME=" + c.deployment + "-0",
+		"INIT_CONFIG=kyverno",
+		"METRICS_CONFIG=kyverno-metrics",
+	}
 }
 
 // waitServing waits until the admission controller has made its serving
@@ -106,57 +196,6 @@ func (k *Kyverno) waitServing(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("waiting for Kyverno's serving certificate: %w\n%s", err, k.Logs())
 	}
 	return nil
-}
-
-// controller is how one Kyverno controller is run.
-type controller struct {
-	name, binary, deployment string
-	flags                    []string
-}
-
-// controllers are the three controllers, with the flags the chart gives
-// them and those that running out of cluster needs.
-func controllers(kubeconfig string) []controller {
-	return []controller{
-		{name: "admission-controller", binary: Admission, deployment: "kyverno-admission-controller", flags: []string{
-			"--controllerRuntimeMetricsAddress", "0",
-			"--serverIP", "127.0.0.1",
-			// In serverIP mode the webhook URLs carry no port: 443.
-			"--webhookServerPort", "443",
-			"--caSecretName", caSecret,
-			"--tlsSecretName", tlsSecret,
-			"--kubeconfig", kubeconfig,
-		}},
-		{name: "background-controller", binary: Background, deployment: "kyverno-background-controller", flags: []string{"--controllerRuntimeMetricsAddress", "0", "--kubeconfig", kubeconfig}},
-		{name: "reports-controller", binary: Reports, deployment: "kyverno-reports-controller", flags: []string{"--kubeconfig", kubeconfig}},
-	}
-}
-
-// args are the controller's flags, with a free metrics port on 127.0.0.1.
-// (The admission and background controllers also get controller-runtime's
-// metrics off, which would otherwise both bind :8080.)
-func (c controller) args() ([]string, error) {
-	port, err := fedtest.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{
-		"--metricsHost", "127.0.0.1",
-		"--metricsPort", strconv.Itoa(port),
-		"--disableLogColor",
-	}, c.flags...), nil
-}
-
-// env is what a Kyverno Deployment of the chart puts in the environment.
-func (c controller) env() []string {
-	return []string{
-		"KYVERNO_NAMESPACE=" + Namespace,
-		"KYVERNO_SERVICEACCOUNT_NAME=" + serviceAccount,
-		"KYVERNO_DEPLOYMENT=" + c.deployment,
-		"KYVERNO_POD_NAME=" + c.deployment + "-0",
-		"INIT_CONFIG=kyverno",
-		"METRICS_CONFIG=kyverno-metrics",
-	}
 }
 
 // Stop ends the controllers.
@@ -244,38 +283,6 @@ func waitEstablished(ctx context.Context, client apiextensionsclient.Interface, 
 		})
 		if err != nil {
 			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// prepareNamespace creates what the chart creates beside the controllers:
-// the namespace, the ConfigMaps of INIT_CONFIG and METRICS_CONFIG (empty:
-// Kyverno's defaults) and the ServiceAccount.
-func prepareNamespace(ctx context.Context, cfg *rest.Config) error {
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("preparing namespace %s: %w", Namespace, err)
-	}
-	objects := []func() error{
-		func() error {
-			_, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}, metav1.CreateOptions{})
-			return err
-		},
-		func() error {
-			_, err := kc.CoreV1().ServiceAccounts(Namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: serviceAccount}}, metav1.CreateOptions{})
-			return err
-		},
-	}
-	for _, name := range []string{"kyverno", "kyverno-metrics"} {
-		objects = append(objects, func() error {
-			_, err := kc.CoreV1().ConfigMaps(Namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-			return err
-		})
-	}
-	for _, create := range objects {
-		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("preparing namespace %s: %w", Namespace, err)
 		}
 	}
 	return nil
