@@ -112,7 +112,11 @@ func start(b *testing.B) *bench {
 		b.Skip("needs real API servers and Kyverno's controllers")
 	}
 	ctrllog.SetLogger(logr.Discard())
-	bed, err := kyvernotest.StartBed(b.Context(), b.TempDir(), 1)
+	dir, err := kyvernotest.LogDir(b)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bed, err := kyvernotest.StartBed(b.Context(), dir, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,11 @@ func TestKyvernoHealsDrift(t *testing.T) {
 		t.Skip("needs real API servers and Kyverno's controllers")
 	}
 	ctrllog.SetLogger(logr.Discard())
-	bed, err := kyvernotest.StartBed(context.Background(), t.TempDir(), 1)
+	dir, err := kyvernotest.LogDir(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed, err := kyvernotest.StartBed(context.Background(), dir, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

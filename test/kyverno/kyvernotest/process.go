@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -80,6 +81,23 @@ func stopAll(procs []*process, grace time.Duration) error {
 		all = append(all, <-errs)
 	}
 	return errors.Join(all...)
+}
+
+// LogDir makes a directory for a bed's logs, removed when tb ends unless
+// it failed: then its path is logged, to read the whole logs.
+func LogDir(tb testing.TB) (string, error) {
+	dir, err := os.MkdirTemp("", "kyvernotest-")
+	if err != nil {
+		return "", err
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Logf("logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir, nil
 }
 
 // tail returns the last n bytes of a file, for a failure message.
