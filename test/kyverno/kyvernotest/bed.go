@@ -42,6 +42,11 @@ func DeployDir() (string, error) {
 // StartBed starts a bed with members members, its logs in dir. On error,
 // what was started is stopped.
 func StartBed(ctx context.Context, dir string, members int) (*Bed, error) {
+	for _, name := range []string{Admission, Background, Reports, "helm"} {
+		if _, err := Binary(name); err != nil {
+			return nil, err
+		}
+	}
 	bin, err := fedtest.Build(dir)
 	if err != nil {
 		return nil, err
