@@ -42,12 +42,16 @@ var (
 	reportResource = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
 )
 
-// The closed loop, with each policy set of deploy/kyverno: Fedwarden runs
-// with remediation Alert, so a hand edit of a member's copy stays until
-// Kyverno acts. Edit → the CPV shows ModifiedOutOfBand → the PolicyReport
-// fails the CPV naming the cluster → Kyverno sets a new kubefed.io/resync
-// on the FederatedDeployment → Fedwarden writes the copy back → the CPV is
-// InSync and records the value → the PolicyReport passes the CPV again.
+// The closed loop, with each policy set of deploy/kyverno (cel, legacy),
+// Kyverno running as its chart's ServiceAccounts with deploy/kyverno/rbac.yaml:
+// Fedwarden runs with remediation Alert, so a hand edit of a member's copy
+// stays until Kyverno acts. With the report policy alone, an edit shows in
+// the CPV (ModifiedOutOfBand) and fails the CPV in its PolicyReport, naming
+// the cluster. With the resync policy too, the next edit is healed: Kyverno
+// sets a new kubefed.io/resync on the FederatedDeployment, Fedwarden writes
+// the copy back, the CPV is InSync and records the value, the PolicyReport
+// passes the CPV again (see waitReportCleared for Kyverno's same-second
+// case); a third edit gets another value, and nothing changes after.
 // Run with -v to see what kubectl get cpv / policyreport show at each step.
 func TestKyvernoHealsDrift(t *testing.T) {
 	if testing.Short() {
@@ -99,6 +103,8 @@ type loop struct {
 	cpvUID string
 }
 
+// healThroughKyverno runs the loop with the policies of reportFile and
+// resyncFile; reportPolicy names the report policy in the PolicyReport.
 func healThroughKyverno(t *testing.T, bed *kyvernotest.Bed, reportFile, resyncFile, reportPolicy string) {
 	l := newLoop(t, bed)
 	cluster := bed.Clusters[0]
