@@ -27,11 +27,6 @@ const (
 	Reports = "kyverno-reports"
 )
 
-// buildHint says how to build each binary that hack/tools/build.sh may not.
-var buildHint = map[string]string{
-	Reports: "build it with: (cd hack/tools/kyverno && go build -o ../../../bin/kyverno-reports github.com/kyverno/kyverno/cmd/reports-controller)",
-}
-
 // Binary returns the path of the named program in the bin directory
 // ($FEDWARDEN_BIN_DIR, else bin/ at the root of the module), or an error
 // that says how to get it.
@@ -43,11 +38,7 @@ func Binary(name string) (string, error) {
 	path := filepath.Join(dir, name)
 	info, err := os.Stat(path)
 	if err != nil {
-		hint := buildHint[name]
-		if hint == "" {
-			hint = "build it with make tools (hack/tools/build.sh)"
-		}
-		return "", fmt.Errorf("%s: %w; %s, or set %s", name, err, hint, binDirEnv)
+		return "", fmt.Errorf("%s: %w; build it with make tools (hack/tools/build.sh), or set %s", name, err, binDirEnv)
 	}
 	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
 		return "", fmt.Errorf("%s is not an executable file", path)
