@@ -51,18 +51,31 @@ func findBinaries(dir string, withControllerManager bool) (binaries, error) {
 
 // defaultBinDir is $FEDWARDEN_BIN_DIR, else bin/ at the root of the module.
 func defaultBinDir() (string, error) {
+	return BinDir()
+}
+
+// BinDir is where the tools hack/tools/build.sh builds are:
+// $FEDWARDEN_BIN_DIR, else bin/ at the root of the Fedwarden module above
+// the working directory.
+func BinDir() (string, error) {
 	if dir := os.Getenv(binDirEnv); dir != "" {
 		return dir, nil
 	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding the binaries: %w", err)
-	}
-	root, err := moduleRoot(wd)
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", fmt.Errorf("finding the binaries (set %s): %w", binDirEnv, err)
 	}
 	return filepath.Join(root, "bin"), nil
+}
+
+// ModuleRoot is the directory of Fedwarden's go.mod, at or above the
+// working directory.
+func ModuleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding the module root: %w", err)
+	}
+	return moduleRoot(wd)
 }
 
 // moduleRoot walks up from dir to the directory whose go.mod declares the

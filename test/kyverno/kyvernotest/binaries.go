@@ -1,18 +1,18 @@
 package kyvernotest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
 const (
-	modulePath = "github.com/fedwarden/fedwarden"
-	binDirEnv  = "FEDWARDEN_BIN_DIR"
+	binDirEnv = "FEDWARDEN_BIN_DIR"
 	// kyvernoModule is the Go module whose CRDs and commands are Kyverno's.
 	kyvernoModule = "github.com/kyverno/kyverno"
 )
@@ -47,61 +47,11 @@ func Binary(name string) (string, error) {
 }
 
 // BinDir is $FEDWARDEN_BIN_DIR, else bin/ at the root of the module.
-func BinDir() (string, error) {
-	if dir := os.Getenv(binDirEnv); dir != "" {
-		return dir, nil
-	}
-	root, err := ModuleRoot()
-	if err != nil {
-		return "", fmt.Errorf("finding the binaries (set %s): %w", binDirEnv, err)
-	}
-	return filepath.Join(root, "bin"), nil
-}
+func BinDir() (string, error) { return localfed.BinDir() }
 
 // ModuleRoot is the directory of Fedwarden's go.mod, above the working
 // directory.
-func ModuleRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("finding the module root: %w", err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		ok, err := declaresModule(filepath.Join(d, "go.mod"))
-		if err != nil {
-			return "", err
-		}
-		if ok {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			return "", fmt.Errorf("no go.mod of module %s above %s", modulePath, wd)
-		}
-	}
-}
-
-// declaresModule reports whether the go.mod file at path declares the
-// Fedwarden module. A missing file declares nothing.
-func declaresModule(path string) (bool, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("reading go.mod: %w", err)
-	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) == 2 && fields[0] == "module" {
-			return strings.Trim(fields[1], "\"`") == modulePath, nil
-		}
-	}
-	if err := scanner.Err(); err != nil {
-		return false, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return false, nil
-}
+func ModuleRoot() (string, error) { return localfed.ModuleRoot() }
 
 // ModuleDir is the directory of the Kyverno module that hack/tools/kyverno
 // pins (its CRDs are under config/crds). It needs the module downloaded,
