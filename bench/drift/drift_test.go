@@ -141,27 +141,8 @@ func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {
-	ftc := &corev1beta1.FederatedTypeConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
-		Spec: corev1beta1.FederatedTypeConfigSpec{
-			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
-			FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
-			Propagation:   corev1beta1.Enabled,
-		},
-	}
-	ctx := context.Background()
-	if err := bd.host.Create(ctx, ftc); err != nil {
+	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
 		b.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
-		if time.Now().After(deadline) {
-			b.Fatalf("deployments.apps not Running: %+v", ftc.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-		if err := bd.host.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,27 +101,8 @@ func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {
-	ftc := &corev1beta1.FederatedTypeConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
-		Spec: corev1beta1.FederatedTypeConfigSpec{
-			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
-			FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
-			Propagation:   corev1beta1.Enabled,
-		},
-	}
-	ctx := context.Background()
-	if err := bd.host.Create(ctx, ftc); err != nil {
+	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
 		b.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
-		if time.Now().After(deadline) {
-			b.Fatalf("deployments.apps not Running: %+v", ftc.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-		if err := bd.host.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -171,63 +151,13 @@ func deployment(name string) *appsv1.Deployment {
 	}
 }
 
-// arrivals watches Deployments in every member and reports, per name, when
-// each member first saw it.
-type arrivals struct {
-	mu      sync.Mutex
-	seen    map[string]int
-	total   int
-	waiters map[string]chan struct{}
-	all     chan struct{}
-	want    int // total arrivals that close all
-	members int
-}
-
-func watchArrivals(b *testing.B, members []kubernetes.Interface, want int) (*arrivals, func()) {
-	a := &arrivals{seen: map[string]int{}, waiters: map[string]chan struct{}{}, all: make(chan struct{}), want: want, members: len(members)}
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, m := range members {
-		// From the list's resourceVersion: only objects created from now on.
-		list, err := m.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Added {
-					a.arrived(ev.Object.(*appsv1.Deployment).Name)
-				}
-			}
-		}()
+// watchArrivals watches the Deployments created in members from now on.
+func watchArrivals(b *testing.B, members []kubernetes.Interface, want int) (*fedtest.Arrivals, func()) {
+	a, stop, err := fedtest.WatchArrivals(context.Background(), namespace, members, want)
+	if err != nil {
+		b.Fatal(err)
 	}
-	return a, cancel
-}
-
-func (a *arrivals) expect(name string) chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ch := make(chan struct{})
-	a.waiters[name] = ch
-	return ch
-}
-
-func (a *arrivals) arrived(name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.seen[name]++
-	a.total++
-	if a.seen[name] == a.members {
-		if ch, ok := a.waiters[name]; ok {
-			close(ch)
-		}
-	}
-	if a.total == a.want {
-		close(a.all)
-	}
+	return a, stop
 }
 
 // BenchmarkCreateLatency creates 200 objects one at a time and measures the
@@ -250,7 +180,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 		a, stop := watchArrivals(b, bd.members[:1], -1)
 		for i := range n {
 			name := fmt.Sprintf("direct-%d", i)
-			arrived := a.expect(name)
+			arrived := a.Expect(name)
 			start := time.Now()
 			if _, err := bd.members[0].AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
@@ -263,7 +193,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 		a, stop = watchArrivals(b, bd.members, -1)
 		for i := range n {
 			name := fmt.Sprintf("fed-%d", i)
-			arrived := a.expect(name)
+			arrived := a.Expect(name)
 			start := time.Now()
 			if err := bd.host.Create(ctx, federatedDeployment(name, names)); err != nil {
 				b.Fatal(err)
@@ -314,7 +244,7 @@ func BenchmarkColdSync(b *testing.B) {
 			})
 		}
 		wg.Wait()
-		<-a.all
+		<-a.All
 		direct := time.Since(start)
 		stop()
 
@@ -326,7 +256,7 @@ func BenchmarkColdSync(b *testing.B) {
 			b.Fatal(err)
 		}
 		select {
-		case <-a.all:
+		case <-a.All:
 		case <-time.After(10 * time.Minute):
 			b.Fatal("the 3,000 member objects did not all arrive within 10 minutes")
 		}

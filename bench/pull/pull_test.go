@@ -8,7 +8,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,14 +19,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
@@ -123,31 +121,11 @@ func (bd *bed) waitForReady(b *testing.B, names ...string) {
 	}
 }
 
-// enableDeployments creates the FederatedTypeConfig of Deployments and waits
-// until the host's controller runs it; the agent starts its own on the same
-// object.
+// enableDeployments creates the FederatedTypeConfig of Deployments; the
+// agent starts its own controller on the same object.
 func (bd *bed) enableDeployments(b *testing.B) {
-	ftc := &corev1beta1.FederatedTypeConfig{
-		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
-		Spec: corev1beta1.FederatedTypeConfigSpec{
-			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
-			FederatedType: corev1beta1.APIResource{Group: typesv1beta1.GroupVersion.Group, Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
-			Propagation:   corev1beta1.Enabled,
-		},
-	}
-	ctx := context.Background()
-	if err := bd.host.Create(ctx, ftc); err != nil {
+	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
 		b.Fatal(err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
-		if time.Now().After(deadline) {
-			b.Fatalf("deployments.apps not Running: %+v", ftc.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
-		if err := bd.host.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -189,53 +167,6 @@ func deployment(name string) *appsv1.Deployment {
 	}
 }
 
-// arrivals closes, per expected name, a channel when a member's watch
-// first sees that Deployment.
-type arrivals struct {
-	mu      sync.Mutex
-	waiters map[string]chan struct{}
-}
-
-func watchArrivals(b *testing.B, members ...kubernetes.Interface) (*arrivals, func()) {
-	a := &arrivals{waiters: map[string]chan struct{}{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	for _, m := range members {
-		list, err := m.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
-		if err != nil {
-			b.Fatal(err)
-		}
-		go func() {
-			for ev := range w.ResultChan() {
-				if ev.Type == watch.Added {
-					a.arrived(ev.Object.(*appsv1.Deployment).Name)
-				}
-			}
-		}()
-	}
-	return a, cancel
-}
-
-func (a *arrivals) expect(name string) chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	ch := make(chan struct{})
-	a.waiters[name] = ch
-	return ch
-}
-
-func (a *arrivals) arrived(name string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if ch, ok := a.waiters[name]; ok {
-		close(ch)
-		delete(a.waiters, name)
-	}
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkCreateLatency creates 200 objects of each kind one at a time,
@@ -251,10 +182,22 @@ func BenchmarkCreateLatency(b *testing.B) {
 	bd := startBed(b)
 	ctx := context.Background()
 	for range b.N {
-		a, stop := watchArrivals(b, bd.push, bd.pull)
+		// One watch per member: a name arrives in one of them.
+		inPush, stopPush, err := fedtest.WatchArrivals(ctx, namespace, []kubernetes.Interface{bd.push}, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inPull, stopPull, err := fedtest.WatchArrivals(ctx, namespace, []kubernetes.Interface{bd.pull}, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
 		var push, pull, direct []time.Duration
 		measure := func(name string, create func() error) time.Duration {
-			arrived := a.expect(name)
+			a := inPull
+			if strings.HasPrefix(name, "push-") || name == "warm-push" {
+				a = inPush
+			}
+			arrived := a.Expect(name)
 			start := time.Now()
 			if err := create(); err != nil {
 				b.Fatal(err)
@@ -280,7 +223,8 @@ func BenchmarkCreateLatency(b *testing.B) {
 				return err
 			}))
 		}
-		stop()
+		stopPush()
+		stopPull()
 		b.ReportMetric(ms(fedtest.Percentile(direct, .5)), "direct-p50-ms")
 		b.ReportMetric(ms(fedtest.Percentile(direct, .99)), "direct-p99-ms")
 		b.ReportMetric(ms(fedtest.Percentile(push, .5)), "push-p50-ms")

@@ -1,0 +1,109 @@
+package fedtest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// EnableDeployments creates the FederatedTypeConfig of Deployments on the
+// host c and waits, up to a minute, until its propagation controller runs.
+func EnableDeployments(ctx context.Context, c client.Client) error {
+	ftc := &corev1beta1.FederatedTypeConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
+		Spec: corev1beta1.FederatedTypeConfigSpec{
+			TargetType:    corev1beta1.APIResource{Group: "apps", Version: "v1", Kind: "Deployment", PluralName: "deployments", Scope: corev1beta1.NamespaceScoped},
+			FederatedType: corev1beta1.APIResource{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment", PluralName: "federateddeployments", Scope: corev1beta1.NamespaceScoped},
+			Propagation:   corev1beta1.Enabled,
+		},
+	}
+	if err := c.Create(ctx, ftc); err != nil {
+		return fmt.Errorf("enabling Deployments: %w", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("deployments.apps not Running after a minute: %+v", ftc.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Arrivals watches the Deployments of a namespace in some members and
+// tells when each name has been seen in all of them.
+type Arrivals struct {
+	mu      sync.Mutex
+	seen    map[string]int
+	total   int
+	waiters map[string]chan struct{}
+	members int
+	// All is closed once the watches have seen want Deployments in all.
+	All  chan struct{}
+	want int
+}
+
+// WatchArrivals starts watching the Deployments created in namespace from
+// now on in members, until stop is called; want (or -1) is how many
+// arrivals close All.
+func WatchArrivals(ctx context.Context, namespace string, members []kubernetes.Interface, want int) (a *Arrivals, stop func(), err error) {
+	a = &Arrivals{seen: map[string]int{}, waiters: map[string]chan struct{}{}, All: make(chan struct{}), want: want, members: len(members)}
+	ctx, cancel := context.WithCancel(ctx)
+	for _, m := range members {
+		// From the list's resourceVersion: only objects created from now on.
+		list, err := m.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		go func() {
+			for ev := range w.ResultChan() {
+				if ev.Type == watch.Added {
+					a.arrived(ev.Object.(*appsv1.Deployment).Name)
+				}
+			}
+		}()
+	}
+	return a, cancel, nil
+}
+
+// Expect returns a channel closed when name has arrived in every member.
+func (a *Arrivals) Expect(name string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	a.waiters[name] = ch
+	return ch
+}
+
+func (a *Arrivals) arrived(name string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seen[name]++
+	a.total++
+	if a.seen[name] == a.members {
+		if ch, ok := a.waiters[name]; ok {
+			close(ch)
+		}
+	}
+	if a.total == a.want {
+		close(a.All)
+	}
+}
