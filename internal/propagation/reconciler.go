@@ -413,6 +413,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		Template:           fed.GetName(),
 		TemplateKind:       r.typ.Federated.Kind,
 		TemplateAPIVersion: r.typ.Federated.GroupVersion().String(),
+		TemplateResource:   r.typ.FederatedResource,
 		Clusters:           normalized(t.placedClusters()),
 	}
 	placed := t.names

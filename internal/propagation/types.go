@@ -13,8 +13,10 @@ import (
 type Type struct {
 	// Name is the FederatedTypeConfig's name, for example deployments.apps.
 	Name string
-	// Federated is the kind of the federated resources on the host.
-	Federated schema.GroupVersionKind
+	// Federated is the kind of the federated resources on the host, and
+	// FederatedResource its plural resource name.
+	Federated         schema.GroupVersionKind
+	FederatedResource string
 	// Target is the kind written to members, and its resource.
 	Target         schema.GroupVersionKind
 	TargetResource schema.GroupVersionResource
@@ -32,6 +34,7 @@ func TypeFromConfig(ftc *corev1beta1.FederatedTypeConfig) Type {
 	return Type{
 		Name:                ftc.Name,
 		Federated:           schema.GroupVersionKind{Group: f.Group, Version: f.Version, Kind: f.Kind},
+		FederatedResource:   f.PluralName,
 		Target:              schema.GroupVersionKind{Group: t.Group, Version: t.Version, Kind: t.Kind},
 		TargetResource:      schema.GroupVersionResource{Group: t.Group, Version: t.Version, Resource: t.PluralName},
 		TargetNamespaced:    t.Scope == corev1beta1.NamespaceScoped,

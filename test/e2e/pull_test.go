@@ -220,7 +220,15 @@ func TestPullMode(t *testing.T) {
 
 	t.Run("receives, updates and deletes", func(t *testing.T) {
 		createObject(t, b.host, newFederatedDeployment(t, ns, "web", 1, placedOn(b.push.Name, b.pull.Name)))
-		waitForCPV(t, b.host, ns, cpvName, "1", "1", b.pull.Name, b.push.Name)
+		cpv := waitForCPV(t, b.host, ns, cpvName, "1", "1", b.pull.Name, b.push.Name)
+		for _, name := range []string{b.push.Name, b.pull.Name} {
+			if _, ok := cpv.Labels[typesv1beta1.LabelPlacedPrefix+name]; !ok {
+				t.Errorf("the CPV has no label placed.fedwarden.io/%s: %v", name, cpv.Labels)
+			}
+		}
+		if cpv.Spec.TemplateResource != "federateddeployments" {
+			t.Errorf("CPV spec.templateResource = %q, want federateddeployments", cpv.Spec.TemplateResource)
+		}
 		b.waitForImages(t, ns, "web", "nginx:1.27", "nginx:1.27")
 		managers := entryManagers(t, b.host, ns, cpvName)
 		if got := managers[b.pull.Name]; !slices.Equal(got, []string{registration.AgentFieldManager(b.pull.Name)}) {

@@ -54,6 +54,13 @@ type ClusterPropagatedVersionSpec struct {
 	// +optional
 	TemplateAPIVersion string `json:"templateAPIVersion,omitempty"`
 
+	// TemplateResource is the federated resource's plural resource name,
+	// for example federateddeployments: what a client that addresses it by
+	// resource (a Kyverno CEL policy's resource.get) needs.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	TemplateResource string `json:"templateResource,omitempty"`
+
 	// Clusters the scheduler placed the resource on, each once.
 	// +listType=map
 	// +listMapKey=name
