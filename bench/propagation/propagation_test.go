@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,51 +104,6 @@ func (bd *bed) enableDeployments(b *testing.B) {
 	}
 }
 
-func federatedDeployment(name string, clusters []string) *unstructured.Unstructured {
-	var placement []any
-	for _, c := range clusters {
-		placement = append(placement, map[string]any{"name": c})
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec": map[string]any{
-			"template":  deploymentSpec(),
-			"placement": map[string]any{"clusters": placement},
-		},
-	}}
-}
-
-func deploymentSpec() map[string]any {
-	return map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
-		"spec": map[string]any{
-			"replicas": int64(1),
-			"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
-			"template": map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
-				"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}},
-			},
-		},
-	}
-}
-
-func deployment(name string) *appsv1.Deployment {
-	one := int32(1)
-	labels := map[string]string{"app": "bench"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
-			},
-		},
-	}
-}
-
 // watchArrivals watches the Deployments created in members from now on.
 func watchArrivals(b *testing.B, members []kubernetes.Interface, want int) (*fedtest.Arrivals, func()) {
 	a, stop, err := fedtest.WatchArrivals(context.Background(), namespace, members, want)
@@ -182,7 +135,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			name := fmt.Sprintf("direct-%d", i)
 			arrived := a.Expect(name)
 			start := time.Now()
-			if _, err := bd.members[0].AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{}); err != nil {
+			if _, err := bd.members[0].AppsV1().Deployments(namespace).Create(ctx, fedtest.BenchDeployment(namespace, name), metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
 			<-arrived
@@ -195,7 +148,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			name := fmt.Sprintf("fed-%d", i)
 			arrived := a.Expect(name)
 			start := time.Now()
-			if err := bd.host.Create(ctx, federatedDeployment(name, names)); err != nil {
+			if err := bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, name, names...)); err != nil {
 				b.Fatal(err)
 			}
 			select {
@@ -238,7 +191,7 @@ func BenchmarkColdSync(b *testing.B) {
 		for _, m := range bd.members {
 			wg.Go(func() {
 				paced(ctx, n, func(i int) error {
-					_, err := m.AppsV1().Deployments(namespace).Create(ctx, deployment(fmt.Sprintf("direct-%d", i)), metav1.CreateOptions{})
+					_, err := m.AppsV1().Deployments(namespace).Create(ctx, fedtest.BenchDeployment(namespace, fmt.Sprintf("direct-%d", i)), metav1.CreateOptions{})
 					return err
 				})
 			})
@@ -251,7 +204,7 @@ func BenchmarkColdSync(b *testing.B) {
 		a, stop = watchArrivals(b, bd.members, n*len(bd.members))
 		start = time.Now()
 		if err := paced(ctx, n, func(i int) error {
-			return bd.host.Create(ctx, federatedDeployment(fmt.Sprintf("fed-%d", i), names))
+			return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, fmt.Sprintf("fed-%d", i), names...))
 		}); err != nil {
 			b.Fatal(err)
 		}

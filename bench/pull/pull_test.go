@@ -13,11 +13,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -129,44 +127,6 @@ func (bd *bed) enableDeployments(b *testing.B) {
 	}
 }
 
-func federatedDeployment(name, cluster string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec": map[string]any{
-			"template":  map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "bench"}}, "spec": deploymentSpec()},
-			"placement": map[string]any{"clusters": []any{map[string]any{"name": cluster}}},
-		},
-	}}
-}
-
-func deploymentSpec() map[string]any {
-	return map[string]any{
-		"replicas": int64(1),
-		"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
-		"template": map[string]any{
-			"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
-			"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}},
-		},
-	}
-}
-
-func deployment(name string) *appsv1.Deployment {
-	one := int32(1)
-	labels := map[string]string{"app": "bench"}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
-			},
-		},
-	}
-}
-
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkCreateLatency creates 200 objects of each kind one at a time,
@@ -210,16 +170,20 @@ func BenchmarkCreateLatency(b *testing.B) {
 			return time.Since(start)
 		}
 		// A first object through each path, not measured: informers start.
-		measure("warm-push", func() error { return bd.host.Create(ctx, federatedDeployment("warm-push", "push-1")) })
-		measure("warm-pull", func() error { return bd.host.Create(ctx, federatedDeployment("warm-pull", "pull-1")) })
+		measure("warm-push", func() error {
+			return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, "warm-push", "push-1"))
+		})
+		measure("warm-pull", func() error {
+			return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, "warm-pull", "pull-1"))
+		})
 		for i := range n {
 			name := fmt.Sprintf("push-%d", i)
-			push = append(push, measure(name, func() error { return bd.host.Create(ctx, federatedDeployment(name, "push-1")) }))
+			push = append(push, measure(name, func() error { return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, name, "push-1")) }))
 			name = fmt.Sprintf("pull-%d", i)
-			pull = append(pull, measure(name, func() error { return bd.host.Create(ctx, federatedDeployment(name, "pull-1")) }))
+			pull = append(pull, measure(name, func() error { return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, name, "pull-1")) }))
 			name = fmt.Sprintf("direct-%d", i)
 			direct = append(direct, measure(name, func() error {
-				_, err := bd.pull.AppsV1().Deployments(namespace).Create(ctx, deployment(name), metav1.CreateOptions{})
+				_, err := bd.pull.AppsV1().Deployments(namespace).Create(ctx, fedtest.BenchDeployment(namespace, name), metav1.CreateOptions{})
 				return err
 			}))
 		}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,4 +108,49 @@ func (a *Arrivals) arrived(name string) {
 	if a.total == a.want {
 		close(a.All)
 	}
+}
+
+// BenchDeployment is the Deployment the benchmarks write directly: one
+// nginx replica labelled app=bench.
+func BenchDeployment(namespace, name string) *appsv1.Deployment {
+	one := int32(1)
+	labels := map[string]string{"app": "bench"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx:1.27"}}},
+			},
+		},
+	}
+}
+
+// BenchFederatedDeployment is a FederatedDeployment of the same Deployment,
+// placed on clusters.
+func BenchFederatedDeployment(namespace, name string, clusters ...string) *unstructured.Unstructured {
+	placement := []any{}
+	for _, c := range clusters {
+		placement = append(placement, map[string]any{"name": c})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
+		"metadata": map[string]any{"name": name, "namespace": namespace},
+		"spec": map[string]any{
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
+				"spec": map[string]any{
+					"replicas": int64(1),
+					"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
+					"template": map[string]any{
+						"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
+						"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": "nginx:1.27"}}},
+					},
+				},
+			},
+			"placement": map[string]any{"clusters": placement},
+		},
+	}}
 }
