@@ -109,7 +109,7 @@ func startBed(b *testing.B) *bed {
 			b.Fatalf("join %s: %v %s", m.Name, err, r)
 		}
 		bd.clusters = append(bd.clusters, m.Name)
-		bd.members = append(bd.members, mustKube(b, m.Config))
+		bd.members = append(bd.members, fedtest.MustKube(b, m.Config))
 	}
 	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{}); err != nil {
 		b.Fatal(err)
@@ -119,7 +119,7 @@ func startBed(b *testing.B) *bed {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	for _, c := range append([]kubernetes.Interface{mustKube(b, f.Host.Config)}, bd.members...) {
+	for _, c := range append([]kubernetes.Interface{fedtest.MustKube(b, f.Host.Config)}, bd.members...) {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -130,14 +130,6 @@ func startBed(b *testing.B) *bed {
 	bd.cpvs = watchCPVs(ctx, b, f.Host.Config)
 	bd.enableDeployments(b)
 	return bd
-}
-
-func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return kc
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {
@@ -539,32 +531,11 @@ func (bd *bed) federate(b *testing.B, prefix string, remediation string) []strin
 }
 
 func federatedDeployment(name string, clusters []string, remediation string) *unstructured.Unstructured {
-	var placement []any
-	for _, c := range clusters {
-		placement = append(placement, map[string]any{"name": c})
-	}
-	spec := map[string]any{
-		"template": map[string]any{
-			"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
-			"spec": map[string]any{
-				"replicas": int64(1),
-				"selector": map[string]any{"matchLabels": map[string]any{"app": "bench"}},
-				"template": map[string]any{
-					"metadata": map[string]any{"labels": map[string]any{"app": "bench"}},
-					"spec":     map[string]any{"containers": []any{map[string]any{"name": "app", "image": desiredImage}}},
-				},
-			},
-		},
-		"placement": map[string]any{"clusters": placement},
-	}
+	fed := fedtest.BenchFederatedDeployment(namespace, name, clusters...)
 	if remediation != "" {
-		spec["driftPolicy"] = map[string]any{"remediation": remediation}
+		fed.Object["spec"].(map[string]any)["driftPolicy"] = map[string]any{"remediation": remediation}
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment",
-		"metadata": map[string]any{"name": name, "namespace": namespace},
-		"spec":     spec,
-	}}
+	return fed
 }
 
 // memberWrites sums the controller-manager's apply writes to the members,

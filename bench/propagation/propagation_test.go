@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -72,7 +71,7 @@ func startBed(b *testing.B) *bed {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	for _, c := range append([]kubernetes.Interface{mustKube(b, f.Host.Config)}, bd.members...) {
+	for _, c := range append([]kubernetes.Interface{fedtest.MustKube(b, f.Host.Config)}, bd.members...) {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
@@ -88,14 +87,6 @@ func (bd *bed) startControllerManager(b *testing.B) {
 		b.Fatal(err)
 	}
 	bd.cm = cm
-}
-
-func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return kc
 }
 
 func (bd *bed) enableDeployments(b *testing.B) {

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -75,7 +74,7 @@ func startBed(b *testing.B) *bed {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = agent.Stop() })
-	bd := &bed{fed: f, push: mustKube(b, f.Members[0].Config), pull: mustKube(b, f.Members[1].Config)}
+	bd := &bed{fed: f, push: fedtest.MustKube(b, f.Members[0].Config), pull: fedtest.MustKube(b, f.Members[1].Config)}
 	scheme := runtime.NewScheme()
 	if err := corev1beta1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
@@ -85,20 +84,12 @@ func startBed(b *testing.B) *bed {
 	}
 	bd.waitForReady(b, "push-1", "pull-1")
 	bd.enableDeployments(b)
-	for _, kc := range []kubernetes.Interface{mustKube(b, f.Host.Config), bd.push, bd.pull} {
+	for _, kc := range []kubernetes.Interface{fedtest.MustKube(b, f.Host.Config), bd.push, bd.pull} {
 		if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return bd
-}
-
-func mustKube(b *testing.B, cfg *rest.Config) kubernetes.Interface {
-	kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(cfg))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return kc
 }
 
 // waitForReady waits until the clusters are Ready.

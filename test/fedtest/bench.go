@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -153,4 +155,15 @@ func BenchFederatedDeployment(namespace, name string, clusters ...string) *unstr
 			"placement": map[string]any{"clusters": placement},
 		},
 	}}
+}
+
+// MustKube returns a clientset of cfg without client-side rate limits,
+// failing tb if it cannot be built.
+func MustKube(tb testing.TB, cfg *rest.Config) kubernetes.Interface {
+	tb.Helper()
+	kc, err := kubernetes.NewForConfig(Unthrottled(cfg))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return kc
 }
