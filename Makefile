@@ -26,8 +26,9 @@ generate:
 	rm -f deploy/helm/fedwarden/crds/*.yaml
 	cp config/crd/bases/*.yaml deploy/helm/fedwarden/crds/
 
-## verify: generated files up to date, gofmt clean, go vet clean
+## verify: generated files up to date, gofmt clean, go vet clean, tests and benchmarks name only loopback addresses
 verify: generate
+	hack/verify-loopback.sh
 	@git diff --exit-code -- api config/crd deploy/helm/fedwarden/crds || { echo "generated files are out of date: run 'make generate' and commit the result" >&2; exit 1; }
 	@test -z "$$(git status --porcelain -- api config/crd deploy/helm/fedwarden/crds)" || { echo "make generate created files that are not committed:" >&2; git status --porcelain -- api config/crd deploy/helm/fedwarden/crds >&2; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change: $$out" >&2; exit 1; }

@@ -16,6 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
+
+	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
 // outcome classifies one probe.
@@ -102,6 +104,8 @@ func transportFailure(err error, endpoint string) probeResult {
 		dnsErr           *net.DNSError
 	)
 	switch {
+	case errors.Is(err, egress.ErrRefused):
+		return unreachable(endpoint, "not contacted: "+refusal(err))
 	case errors.As(err, &unknownAuthority):
 		return untrusted(endpoint, "its serving certificate is not signed by a CA in the cluster's CA bundle (spec.caBundle)")
 	case errors.As(err, &hostname):
@@ -126,6 +130,16 @@ func transportFailure(err error, endpoint string) probeResult {
 		err = urlErr.Err
 	}
 	return unreachable(endpoint, strings.TrimSpace(err.Error()))
+}
+
+// refusal is the reason egress gave for not dialing, without the request
+// that url.Error adds.
+func refusal(err error) string {
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		err = urlErr.Err
+	}
+	return err.Error()
 }
 
 func isTimeout(err error) bool {

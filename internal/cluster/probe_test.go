@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
 func TestTransportFailure(t *testing.T) {
@@ -25,6 +27,7 @@ func TestTransportFailure(t *testing.T) {
 		{"refused", refused, probeUnreachable, "connection refused"},
 		{"reset names no ephemeral port", reset, probeUnreachable, "connection closed by the server"},
 		{"timeout", fmt.Errorf("wrapped: %w", context.DeadlineExceeded), probeUnreachable, "no answer before the probe timeout"},
+		{"outside --member-networks", &url.Error{Op: "Get", URL: ep, Err: fmt.Errorf("10.0.0.1 is outside 127.0.0.0/8: %w", egress.ErrRefused)}, probeUnreachable, "not contacted: 10.0.0.1 is outside 127.0.0.0/8: refused by --member-networks"},
 		{"dns", &url.Error{Op: "Get", URL: ep, Err: &net.DNSError{Name: "nowhere.example", Err: "no such host"}}, probeUnreachable, "cannot resolve nowhere.example"},
 		{"unknown authority", &url.Error{Op: "Get", URL: ep, Err: x509.UnknownAuthorityError{}}, probeUntrusted, "not signed by a CA in the cluster's CA bundle"},
 		{"wrong host", &url.Error{Op: "Get", URL: ep, Err: x509.HostnameError{Host: "10.0.0.1", Certificate: &x509.Certificate{}}}, probeUntrusted, "not valid for 10.0.0.1"},

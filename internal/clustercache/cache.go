@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
 // ErrClusterNotConnected is returned for a cluster the cache has no clients
@@ -56,6 +58,11 @@ type Options struct {
 	UserAgent string
 	// ResyncPeriod of the informer factories; 0 disables periodic resyncs.
 	ResyncPeriod time.Duration
+	// Networks are the only networks members may be reached at; empty
+	// allows any address (see package egress).
+	Networks egress.Networks
+	// Log receives the refusals of connections outside Networks.
+	Log logr.Logger
 }
 
 // Cache holds the clients of every connected member. It is safe for
@@ -133,6 +140,7 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		QPS:             c.opts.QPS,
 		Burst:           c.opts.Burst,
 		UserAgent:       c.opts.UserAgent,
+		Dial:            egress.NewDialer(c.opts.Networks, name, c.opts.Log).DialContext,
 	}
 	m, err := newMember(name, cfg, c.opts.ResyncPeriod)
 	if err != nil {
@@ -157,12 +165,19 @@ func NewMember(ctx context.Context, name string, cfg *rest.Config) (*Member, err
 	return m, nil
 }
 
+// newMember builds the member's clients over one HTTP client, so that they
+// share connections (client-go does not share transports of configs with a
+// Dial function by itself).
 func newMember(name string, cfg *rest.Config, resync time.Duration) (*Member, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
+	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	kube, err := kubernetes.NewForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
 	}

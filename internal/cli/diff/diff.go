@@ -19,6 +19,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
 // Exit codes, as `argocd app diff` has them: 0 when no cluster differs.
@@ -38,6 +39,8 @@ type options struct {
 	controlPlane string
 	host         kubeconfig.Source
 	timeout      time.Duration
+	memberNets   []string
+	networks     egress.Networks
 }
 
 const long = `Diff compares a federated resource's copies in its member clusters with what
@@ -104,6 +107,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
 		"control-plane namespace of the host: the members' credential Secrets, and the ClusterPropagatedVersions of cluster-scoped resources")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host or a member may take")
+	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; "+
+		"a member outside them is reported as an error without being contacted (default: any address)")
 	return cmd
 }
 
@@ -119,6 +124,11 @@ func (o *options) validate() error {
 		errs = append(errs, fmt.Errorf("--control-plane-namespace: %q is not a namespace name: %s", o.controlPlane, strings.Join(msgs, "; ")))
 	}
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
+	networks, err := egress.ParseNetworks(o.memberNets)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--member-networks: %w", err))
+	}
+	o.networks = networks
 	return errors.Join(errs...)
 }
 

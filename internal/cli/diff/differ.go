@@ -48,7 +48,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
 	}
 	return &differ{
-		host: c, disco: disco, members: newMembers(c, o.controlPlane), controlPlane: o.controlPlane,
+		host: c, disco: disco, members: newMembers(c, o.controlPlane, o.networks), controlPlane: o.controlPlane,
 		timeout: o.timeout, out: s.Out, errOut: s.ErrOut,
 	}, nil
 }

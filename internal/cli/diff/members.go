@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
 // errPullCluster: the host keeps no credentials for a Pull cluster; its
@@ -26,8 +28,8 @@ type members struct {
 	cache     *clustercache.Cache
 }
 
-func newMembers(host client.Reader, namespace string) *members {
-	return &members{host: host, namespace: namespace, cache: clustercache.New(clustercache.Options{UserAgent: "fedwarden-diff"})}
+func newMembers(host client.Reader, namespace string, networks egress.Networks) *members {
+	return &members{host: host, namespace: namespace, cache: clustercache.New(clustercache.Options{UserAgent: "fedwarden-diff", Networks: networks, Log: logr.Discard()})}
 }
 
 // get returns the clients of the named cluster. Their TLS configuration

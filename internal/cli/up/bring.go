@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
@@ -90,7 +91,8 @@ func (b *bringer) startClusters(ctx context.Context) error {
 // startControllerManager runs `fedwarden controller-manager` against the
 // host, logging to a file, and waits until it is ready.
 func (b *bringer) startControllerManager(ctx context.Context) error {
-	c, err := b.startChild("controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig)
+	// The members are on this machine: the controller-manager contacts no other.
+	c, err := b.startChild("controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig, "--member-networks", egress.Loopback.String())
 	if err != nil {
 		return err
 	}
