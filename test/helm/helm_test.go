@@ -22,10 +22,13 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -552,8 +555,9 @@ func TestValues(t *testing.T) {
 	}
 }
 
-// TestServiceMonitor renders the chart with the ServiceMonitor and checks
-// that it scrapes the metrics Service.
+// TestServiceMonitor renders the chart with the ServiceMonitor, checks that
+// it scrapes the metrics Service, and that a kube-apiserver with the
+// Prometheus Operator's ServiceMonitor CRD accepts it.
 func TestServiceMonitor(t *testing.T) {
 	needHelm(t)
 	t.Parallel()
@@ -583,18 +587,109 @@ func TestServiceMonitor(t *testing.T) {
 	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" || svc.Spec.Ports[0].Name != "metrics" {
 		t.Errorf("the ServiceMonitor scrapes %v, want the Service's port named metrics", endpoints)
 	}
-	// The host has no Prometheus Operator, so it serves no ServiceMonitor
-	// kind: the API server can check the object only where the operator's
-	// CRDs are installed.
-	c, err := newClient(nil)
+	// The host has no Prometheus Operator: the test installs its
+	// ServiceMonitor CRD, so that the API server checks the object against
+	// the operator's schema.
+	c := installServiceMonitorCRD(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	got, err := dryRunApply(ctx, c, sm)
+	if err != nil {
+		t.Fatalf("the API server refuses the ServiceMonitor: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(got.Object["spec"], sm.Object["spec"]) {
+		t.Errorf("the API server would store spec %v, not the rendered %v: the schema drops or changes fields", got.Object["spec"], sm.Object["spec"])
+	}
+	// The check can fail: the same API server refuses ServiceMonitors that
+	// break the schema.
+	for _, tt := range []struct {
+		name, field string
+		value       any
+	}{
+		{"endpoint port a number", "port", int64(8080)},
+		{"interval not a duration", "interval", "30 seconds"},
+		{"scheme neither http nor https", "scheme", "ftp"},
+		{"misspelt field", "portName", "metrics"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			broken := sm.DeepCopy()
+			endpoints, _, _ := unstructured.NestedSlice(broken.Object, "spec", "endpoints")
+			endpoints[0].(map[string]any)[tt.field] = tt.value
+			if err := unstructured.SetNestedSlice(broken.Object, endpoints, "spec", "endpoints"); err != nil {
+				t.Fatal(err)
+			}
+			_, err := dryRunApply(ctx, c, broken)
+			if err == nil || meta.IsNoMatchError(err) || !strings.Contains(err.Error(), "spec.endpoints[0]."+tt.field) {
+				t.Errorf("the API server answers %v to a ServiceMonitor whose endpoint has %s: %v, want a refusal about %s", err, tt.field, tt.value, tt.field)
+			}
+		})
+	}
+}
+
+// serviceMonitorCRD is the Prometheus Operator's ServiceMonitor CRD; its
+// header says where it comes from.
+const serviceMonitorCRD = "testdata/monitoring.coreos.com_servicemonitors.yaml"
+
+// installServiceMonitorCRD installs the Prometheus Operator's ServiceMonitor
+// CRD in the host, removes it when the test ends, and returns a client once
+// the host serves the kind.
+func installServiceMonitorCRD(t *testing.T) client.Client {
+	t.Helper()
+	data, err := os.ReadFile(serviceMonitorCRD)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := dryRunApply(ctx, c, sm); meta.IsNoMatchError(err) {
-		t.Log("the host serves no monitoring.coreos.com/v1 ServiceMonitor (no Prometheus Operator CRDs): not applied")
-	} else if err != nil {
-		t.Errorf("the API server refuses the ServiceMonitor: %v", err)
+	objs, err := decode(data)
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
+		t.Fatalf("%s holds %d objects, want one CustomResourceDefinition", serviceMonitorCRD, len(objs))
+	}
+	crd := objs[0]
+	admin, err := newClient(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("fedwarden-helm-test"), client.ForceOwnership); err != nil {
+		t.Fatalf("installing CRD %s: %v", crd.GetName(), err)
+	}
+	t.Cleanup(func() {
+		// The other tests see the host without the CRD again.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := client.IgnoreNotFound(admin.Delete(ctx, crd)); err != nil {
+			t.Errorf("removing CRD %s: %v", crd.GetName(), err)
+			return
+		}
+		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			err := admin.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
+			return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		})
+		if err != nil {
+			t.Errorf("waiting for CRD %s to go: %v", crd.GetName(), err)
+		}
+	})
+	var c client.Client
+	eventually(t, time.Minute, "the host to serve monitoring.coreos.com/v1 ServiceMonitors", func(ctx context.Context) (bool, string) {
+		installed := &apiextensionsv1.CustomResourceDefinition{}
+		if err := admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, installed); err != nil {
+			return false, err.Error()
+		}
+		established := slices.ContainsFunc(installed.Status.Conditions, func(cond apiextensionsv1.CustomResourceDefinitionCondition) bool {
+			return cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue
+		})
+		if !established {
+			return false, fmt.Sprintf("conditions %+v", installed.Status.Conditions)
+		}
+		// A new client discovers the kind afresh.
+		if c, err = newClient(nil); err != nil {
+			return false, err.Error()
+		}
+		if _, err := c.RESTMapper().RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, "v1"); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	return c
 }

@@ -1,10 +1,12 @@
 package replicadivision
 
 import (
+	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -303,46 +305,58 @@ func TestAssignIsStable(t *testing.T) {
 	}
 }
 
-// TestAssignInvariants checks random inputs: every selected cluster gets an
-// entry, no Ready cluster exceeds its maxReplicas, the total is never
-// exceeded, and the order of the selected clusters does not matter.
+// TestAssignInvariants checks random inputs against what docs/scheduling.md
+// promises of the division (see checkDivision), and that the order of the
+// selected clusters does not matter.
 func TestAssignInvariants(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
-	for range 500 {
+	for range 3000 {
 		pref, clusters := randomInput(rng)
-		got, _ := (&Plugin{}).Assign(state(pref, "", clusters), clusters)
-		var sum int32
-		for _, c := range clusters {
-			n, ok := got[c.Name]
-			if !ok {
-				t.Fatalf("no entry for %s in %v", c.Name, got)
-			}
-			if p, named := pref.Clusters[c.Name]; named && c.Ready && p.MaxReplicas != nil && int64(n) > *p.MaxReplicas {
-				t.Fatalf("%s got %d, above its maxReplicas %d", c.Name, n, *p.MaxReplicas)
-			}
-			sum += n
+		st := state(pref, podCPU, clusters)
+		got, _ := (&Plugin{}).Assign(st, clusters)
+		if err := checkDivision(st.Workload, clusters, got); err != nil {
+			t.Fatalf("%s: %v\ninput: %s", err, got, describeInput(st.Workload, clusters))
 		}
-		if sum > pref.TotalReplicas {
-			t.Fatalf("%v adds up to %d, more than %d", got, sum, pref.TotalReplicas)
+		if allNew(st.Workload, clusters) && !pref.Rebalance {
+			// Without running replicas, rebalance changes nothing: a first
+			// division follows the weights.
+			rebalanced := *pref
+			rebalanced.Rebalance = true
+			if want, _ := (&Plugin{}).Assign(state(&rebalanced, podCPU, clusters), clusters); !maps.Equal(got, want) {
+				t.Fatalf("a first division without rebalance is %v, with rebalance %v\ninput: %s", got, want, describeInput(st.Workload, clusters))
+			}
 		}
 		shuffled := slices.Clone(clusters)
 		rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		if again, _ := (&Plugin{}).Assign(state(pref, "", shuffled), shuffled); !maps.Equal(got, again) {
+		if again, _ := (&Plugin{}).Assign(state(pref, podCPU, shuffled), shuffled); !maps.Equal(got, again) {
 			t.Fatalf("reordered clusters: %v, then %v", got, again)
 		}
 	}
 }
 
+// podCPU is what each pod of the random workloads requests: a cluster with
+// n free cores has room for n replicas.
+const podCPU = "1"
+
+// randomInput is a preference of 0 to 29 replicas over one to four
+// clusters, each named in spec.clusters, or covered by "*", or by neither;
+// some run replicas, some are not Ready, some have a maxReplicas (at times
+// below their minReplicas) or a measured capacity.
 func randomInput(rng *rand.Rand) (*schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, []framework.ScoredCluster) {
 	pref := spec(rng.Int32N(30), rng.IntN(2) == 0, prefs{})
 	var clusters []framework.ScoredCluster
 	for _, name := range []string{"a", "b", "c", "d"}[:1+rng.IntN(4)] {
-		p := schedulingv1alpha1.ClusterPreferences{Weight: rng.Int64N(4), MinReplicas: rng.Int64N(3)}
+		p := schedulingv1alpha1.ClusterPreferences{Weight: rng.Int64N(4), MinReplicas: rng.Int64N(4)}
 		if rng.IntN(3) == 0 {
-			p.MaxReplicas = new(p.MinReplicas + rng.Int64N(5))
+			p.MaxReplicas = new(p.MinReplicas + rng.Int64N(5) - 1)
 		}
-		pref.Clusters[name] = p
+		switch _, star := pref.Clusters[anyCluster]; {
+		case rng.IntN(6) > 1:
+			pref.Clusters[name] = p
+		case !star && rng.IntN(2) == 0:
+			pref.Clusters[anyCluster] = p
+		}
 		var opts []option
 		if rng.IntN(2) == 0 {
 			opts = append(opts, running(rng.Int32N(10)))
@@ -350,9 +364,231 @@ func randomInput(rng *rand.Rand) (*schedulingv1alpha1.ReplicaSchedulingPreferenc
 		if rng.IntN(4) == 0 {
 			opts = append(opts, notReady)
 		}
+		if rng.IntN(4) == 0 {
+			opts = append(opts, freeCPU(strconv.Itoa(rng.IntN(8))))
+		}
 		clusters = append(clusters, cluster(name, opts...))
 	}
 	return pref, clusters
+}
+
+// expected is what the docs say bounds one cluster's share, worked out from
+// the input alone.
+type expected struct {
+	name  string
+	ready bool
+	// weight and min come from the cluster's entry in spec.clusters, else
+	// from "*"; a cluster covered by neither has bound 0.
+	weight, min int64
+	// bound is the least of its maxReplicas and the replicas its free
+	// capacity holds, math.MaxInt64 when neither limits it.
+	bound int64
+	// prev is how many replicas the last decision gave it.
+	prev int64
+}
+
+func expectations(w *framework.Workload, clusters []framework.ScoredCluster) []expected {
+	var out []expected
+	for _, c := range clusters {
+		e := expected{name: c.Name, ready: c.Ready, bound: math.MaxInt64, prev: c.PreviousReplicas(w)}
+		p, ok := w.Preference.Clusters[c.Name]
+		if !ok {
+			p, ok = w.Preference.Clusters[anyCluster]
+		}
+		if len(w.Preference.Clusters) == 0 {
+			p, ok = weight(1), true
+		}
+		switch {
+		case !ok:
+			e.bound = 0
+		case p.MaxReplicas != nil:
+			e.bound = *p.MaxReplicas
+		}
+		if ok {
+			e.weight, e.min = p.Weight, p.MinReplicas
+		}
+		if c.Capacity != nil {
+			e.bound = min(e.bound, c.Capacity.MaxPods(w.PodRequests))
+		}
+		e.bound = max(e.bound, 0)
+		out = append(out, e)
+	}
+	return out
+}
+
+// minimum is the share minReplicas promises: its minReplicas, within its
+// bound.
+func (e expected) minimum() int64 { return min(e.min, e.bound) }
+
+// start is what a division without rebalance starts from: the replicas of
+// the last decision, within the bound of a Ready cluster.
+func (e expected) start() int64 {
+	if e.ready {
+		return min(e.prev, e.bound)
+	}
+	return e.prev
+}
+
+// most is the most replicas the cluster can be given: a Ready one with a
+// weight up to its bound, one without a weight only its minReplicas (or
+// what it runs already, without rebalance), and one not Ready none (or
+// what it runs already, without rebalance).
+func (e expected) most(rebalance bool) int64 {
+	switch {
+	case !e.ready && rebalance:
+		return 0
+	case !e.ready:
+		return e.prev
+	case e.weight > 0:
+		return e.bound
+	case rebalance:
+		return e.minimum()
+	default:
+		return max(e.start(), e.minimum())
+	}
+}
+
+// checkDivision says how got breaks what docs/scheduling.md promises, or
+// returns nil:
+//   - every selected cluster has an entry, and no other cluster does;
+//   - no cluster gets more than it can take (most: maxReplicas, capacity,
+//     not covered by spec.clusters, no weight, not Ready);
+//   - the shares add up to totalReplicas, or to all the clusters can take
+//     when that is less;
+//   - with rebalance, a cluster that is not Ready gets 0, every Ready one at
+//     least its minReplicas when the minimums fit in the total, and the
+//     replicas above the minimums follow the weights within one replica
+//     when no cluster is held at its bound;
+//   - without rebalance, no replica moves: when the replicas grow no cluster
+//     loses any, when they shrink no cluster gains any, and a cluster that
+//     is not Ready loses replicas only once every Ready one is at 0.
+func checkDivision(w *framework.Workload, clusters []framework.ScoredCluster, got map[string]int32) error {
+	pref := w.Preference
+	total := int64(pref.TotalReplicas)
+	es := expectations(w, clusters)
+	if len(got) != len(es) {
+		return fmt.Errorf("%d entries for %d selected clusters", len(got), len(es))
+	}
+	var sum, room, mins, start int64
+	for _, e := range es {
+		n, ok := got[e.name]
+		if !ok {
+			return fmt.Errorf("no entry for %s", e.name)
+		}
+		if int64(n) < 0 || int64(n) > e.most(pref.Rebalance) {
+			return fmt.Errorf("%s got %d, want 0 to %d", e.name, n, e.most(pref.Rebalance))
+		}
+		sum += int64(n)
+		room = satAdd(room, e.most(pref.Rebalance))
+		start += e.start()
+		if e.ready {
+			mins += e.minimum()
+		}
+	}
+	if want := min(total, room); sum != want {
+		return fmt.Errorf("the shares add up to %d, want %d (total %d, room for %d)", sum, want, total, room)
+	}
+	if pref.Rebalance {
+		return checkPreferred(es, got, total, mins)
+	}
+	for _, e := range es {
+		n := int64(got[e.name])
+		switch {
+		case start <= total && n < e.start():
+			return fmt.Errorf("growing from %d to %d replicas, %s went from %d to %d", start, total, e.name, e.start(), n)
+		case start >= total && n > e.start():
+			return fmt.Errorf("shrinking from %d to %d replicas, %s went from %d to %d", start, total, e.name, e.start(), n)
+		case !e.ready && n < e.prev:
+			for _, r := range es {
+				if r.ready && got[r.name] > 0 {
+					return fmt.Errorf("%s, not Ready, went from %d to %d while the Ready %s keeps %d", e.name, e.prev, n, r.name, got[r.name])
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkPreferred checks a division with rebalance, whose shares add up to
+// what they should, against minReplicas and the weights; mins is the sum of
+// the minimums of the Ready clusters.
+func checkPreferred(es []expected, got map[string]int32, total, mins int64) error {
+	if mins > total {
+		return nil
+	}
+	var weights int64
+	held := false
+	for _, e := range es {
+		n := int64(got[e.name])
+		if e.ready && n < e.minimum() {
+			return fmt.Errorf("%s got %d, below its minReplicas %d (bound %d)", e.name, n, e.min, e.bound)
+		}
+		if e.ready && e.weight > 0 {
+			weights += e.weight
+			held = held || n == e.bound
+		}
+	}
+	if held || weights == 0 {
+		return nil
+	}
+	// Each weighted share of the replicas left after the minimums is the
+	// whole part of its proportion, or one more.
+	left := total - mins
+	for _, e := range es {
+		if !e.ready || e.weight == 0 {
+			continue
+		}
+		extra := int64(got[e.name]) - e.minimum()
+		if d := extra*weights - left*e.weight; d <= -weights || d >= weights {
+			return fmt.Errorf("%s got %d above its minimum, want %d*%d/%d rounded", e.name, extra, left, e.weight, weights)
+		}
+	}
+	return nil
+}
+
+// satAdd adds two non-negative numbers, stopping at math.MaxInt64.
+func satAdd(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// allNew tells whether no cluster runs replicas of the last decision.
+func allNew(w *framework.Workload, clusters []framework.ScoredCluster) bool {
+	for _, c := range clusters {
+		if c.PreviousReplicas(w) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// describeInput is the random input, for a failure message.
+func describeInput(w *framework.Workload, clusters []framework.ScoredCluster) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "totalReplicas %d, rebalance %t, spec.clusters %v;", w.Preference.TotalReplicas, w.Preference.Rebalance, describePrefs(w.Preference.Clusters))
+	for _, c := range clusters {
+		fmt.Fprintf(&b, " %s: ready %t, previous %d", c.Name, c.Ready, c.PreviousReplicas(w))
+		if c.Capacity != nil {
+			fmt.Fprintf(&b, ", room for %d", c.Capacity.MaxPods(w.PodRequests))
+		}
+		b.WriteString(";")
+	}
+	return b.String()
+}
+
+func describePrefs(ps prefs) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(ps)) {
+		p := ps[name]
+		s := fmt.Sprintf("%s{weight %d, min %d", name, p.Weight, p.MinReplicas)
+		if p.MaxReplicas != nil {
+			s += fmt.Sprintf(", max %d", *p.MaxReplicas)
+		}
+		out = append(out, s+"}")
+	}
+	return strings.Join(out, " ")
 }
 
 // TestWaterfill compares waterfill with handing out replicas one at a time.
