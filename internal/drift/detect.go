@@ -30,10 +30,19 @@ type Change struct {
 // holds with another value or lacks, sorted by path, at most MaxPaths;
 // self is Fedwarden's own field manager. Only fields another manager owns
 // are compared by value, and fields desired sets are checked for presence.
+// Fields written through the status subresource are not compared; those
+// written through any other (scale, which sets spec.replicas, or a custom
+// one) are.
 func Detect(desired, live *unstructured.Unstructured, self string) ([]Change, error) {
+	return Policy{}.Detect(desired, live, self)
+}
+
+// detect is Detect without the bound: skip tells the managers whose
+// fields are not compared.
+func detect(desired, live *unstructured.Unstructured, skip func(manager string) bool) ([]Change, error) {
 	changes := map[string]Change{}
 	for _, entry := range live.GetManagedFields() {
-		if entry.Manager == self || entry.Subresource != "" || entry.FieldsV1 == nil {
+		if skip(entry.Manager) || entry.Subresource == statusSubresource || entry.FieldsV1 == nil {
 			continue
 		}
 		if err := compareOwned(desired.Object, live.Object, entry, changes); err != nil {
@@ -50,11 +59,12 @@ func Detect(desired, live *unstructured.Unstructured, self string) ([]Change, er
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b Change) int { return cmp.Compare(a.Path, b.Path) })
-	if len(out) > MaxPaths {
-		out = out[:MaxPaths]
-	}
 	return out, nil
 }
+
+// statusSubresource is the only subresource whose writes are never drift:
+// status belongs to the member.
+const statusSubresource = "status"
 
 // compareOwned adds to changes each leaf field entry's manager owns whose
 // value in live differs from desired's.

@@ -79,26 +79,36 @@ func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
 }
 
+// scaleTo sets the member copy's replicas, as a write through the scale
+// subresource or by any other manager would.
+func scaleTo(n int64) func(u *unstructured.Unstructured) {
+	return func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, n, "spec", "replicas") }
+}
+
 func TestDetect(t *testing.T) {
 	t.Parallel()
 	fedwarden := entry("fedwarden", "", ownedByFedwarden)
+	editImage := func(u *unstructured.Unstructured) {
+		c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		c[0].(map[string]any)["image"] = "nginx:1.28"
+		_ = unstructured.SetNestedSlice(u.Object, c, "spec", "template", "spec", "containers")
+	}
+	hpa := Policy{IgnoreManagers: []string{"kube-controller-manager"}}
 	tests := []struct {
 		name     string
 		edit     func(u *unstructured.Unstructured)
 		managers []metav1.ManagedFieldsEntry
-		want     []Change
+		// policy is the drift policy Detect runs under; none: every change.
+		policy Policy
+		want   []Change
 	}{
 		{
 			name:     "defaulted, normalized, other controllers' fields and status: in sync",
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "", revisionByKCM), entry("kube-controller-manager", "status", `{"f:status":{"f:replicas":{}}}`)},
 		},
 		{
-			name: "image edited by hand",
-			edit: func(u *unstructured.Unstructured) {
-				c, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
-				c[0].(map[string]any)["image"] = "nginx:1.28"
-				_ = unstructured.SetNestedSlice(u.Object, c, "spec", "template", "spec", "containers")
-			},
+			name:     "image edited by hand",
+			edit:     editImage,
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-edit", "", imageByKubectlEdit)},
 			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit"}},
 		},
@@ -107,12 +117,62 @@ func TestDetect(t *testing.T) {
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-edit", "", imageByKubectlEdit)},
 		},
 		{
-			name: "scaled by another manager",
-			edit: func(u *unstructured.Unstructured) {
-				_ = unstructured.SetNestedField(u.Object, int64(5), "spec", "replicas")
-			},
+			name:     "scaled by another manager",
+			edit:     scaleTo(5),
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("hpa", "", replicasByHPA)},
 			want:     []Change{{Path: "/spec/replicas", Manager: "hpa"}},
+		},
+		{
+			name:     "scaled through the scale subresource: drift",
+			edit:     scaleTo(1),
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-scale", "scale", replicasByHPA)},
+			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl-scale"}},
+		},
+		{
+			name:     "written through another subresource than status: drift",
+			edit:     editImage,
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("resizer", "resize", imageByKubectlEdit)},
+			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "resizer"}},
+		},
+		{
+			name:     "written through the status subresource: never drift",
+			edit:     scaleTo(1),
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "status", replicasByHPA)},
+		},
+		{
+			name:     "scaled by an ignored manager through the scale subresource: not drift",
+			edit:     scaleTo(7),
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "scale", replicasByHPA)},
+			policy:   hpa,
+		},
+		{
+			name:     "an ignored manager's changes are dropped, another's are kept",
+			edit:     func(u *unstructured.Unstructured) { scaleTo(7)(u); editImage(u) },
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "scale", replicasByHPA), entry("kubectl-edit", "", imageByKubectlEdit)},
+			policy:   hpa,
+			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit"}},
+		},
+		{
+			name:     "a field an ignored manager shares with another is compared for that one",
+			edit:     scaleTo(7),
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "", replicasByHPA), entry("kubectl", "", replicasByHPA)},
+			policy:   hpa,
+			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl"}},
+		},
+		{
+			name: "a removed field is not an ignored manager's",
+			edit: func(u *unstructured.Unstructured) {
+				unstructured.RemoveNestedField(u.Object, "metadata", "labels", "app")
+			},
+			managers: []metav1.ManagedFieldsEntry{fedwarden},
+			policy:   Policy{IgnoreManagers: []string{"kube-controller-manager", ""}},
+			want:     []Change{{Path: "/metadata/labels/app"}},
+		},
+		{
+			name:     "ignored paths are dropped",
+			edit:     scaleTo(1),
+			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-scale", "scale", replicasByHPA)},
+			policy:   Policy{IgnorePaths: []string{"/spec/replicas"}},
 		},
 		{
 			name: "a label removed",
@@ -130,12 +190,17 @@ func TestDetect(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(live)
 			}
-			got, err := Detect(object(t, desiredYAML), live, "fedwarden")
+			got, err := tt.policy.Detect(object(t, desiredYAML), live, "fedwarden")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Detect = %+v, want %+v", got, tt.want)
+			}
+			if tt.policy.IgnorePaths == nil && tt.policy.IgnoreManagers == nil {
+				if plain, err := Detect(object(t, desiredYAML), live, "fedwarden"); err != nil || !slices.Equal(plain, got) {
+					t.Errorf("Detect without a policy = %+v, %v; want %+v", plain, err, got)
+				}
 			}
 		})
 	}

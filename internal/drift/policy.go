@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
@@ -11,10 +13,12 @@ import (
 type Policy struct {
 	Remediation typesv1beta1.Remediation
 	IgnorePaths []string
+	// IgnoreManagers are the field managers whose writes are never drift.
+	IgnoreManagers []string
 }
 
 // PolicyFor resolves p for cluster: the cluster's exception, else the
-// resource's remediation, else def; ignored paths add up.
+// resource's remediation, else def; ignored paths and managers add up.
 func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Remediation) Policy {
 	out := Policy{Remediation: def}
 	if p == nil {
@@ -23,9 +27,7 @@ func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Rem
 	if p.Remediation != "" {
 		out.Remediation = p.Remediation
 	}
-	for _, path := range p.IgnorePaths {
-		out.IgnorePaths = append(out.IgnorePaths, string(path))
-	}
+	out.ignore(p.IgnorePaths, p.IgnoreManagers)
 	for _, c := range p.Clusters {
 		if string(c.Name) != cluster {
 			continue
@@ -33,11 +35,19 @@ func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Rem
 		if c.Remediation != "" {
 			out.Remediation = c.Remediation
 		}
-		for _, path := range c.IgnorePaths {
-			out.IgnorePaths = append(out.IgnorePaths, string(path))
-		}
+		out.ignore(c.IgnorePaths, c.IgnoreManagers)
 	}
 	return out
+}
+
+// ignore adds paths and managers to those p ignores.
+func (p *Policy) ignore(paths []typesv1beta1.JSONPointer, managers []typesv1beta1.FieldManager) {
+	for _, path := range paths {
+		p.IgnorePaths = append(p.IgnorePaths, string(path))
+	}
+	for _, m := range managers {
+		p.IgnoreManagers = append(p.IgnoreManagers, string(m))
+	}
 }
 
 // Enforced tells whether drift is re-applied at once.
@@ -51,9 +61,59 @@ func (p Policy) Ignored(pointer string) bool {
 	})
 }
 
-// Filter drops the changes the policy ignores.
+// IgnoresManager tells whether the policy ignores what manager writes. A
+// removed field, which nobody owns (""), is never ignored this way.
+func (p Policy) IgnoresManager(manager string) bool {
+	return manager != "" && slices.Contains(p.IgnoreManagers, manager)
+}
+
+// Filter drops the changes the policy ignores: in ignored paths, or made
+// by an ignored manager.
 func (p Policy) Filter(changes []Change) []Change {
-	return slices.DeleteFunc(slices.Clone(changes), func(c Change) bool { return p.Ignored(c.Path) })
+	return slices.DeleteFunc(slices.Clone(changes), func(c Change) bool { return p.Ignored(c.Path) || p.IgnoresManager(c.Manager) })
+}
+
+// Detect is the package's Detect under the policy: the fields of desired
+// that live holds with another value or lacks, outside the ignored paths,
+// sorted by path, at most MaxPaths. The fields an ignored manager owns are
+// not compared, so a field it shares with another manager is still
+// compared for that one.
+func (p Policy) Detect(desired, live *unstructured.Unstructured, self string) ([]Change, error) {
+	changes, err := p.detect(desired, live, self)
+	if len(changes) > MaxPaths {
+		changes = changes[:MaxPaths]
+	}
+	return changes, err
+}
+
+// detect is Detect without the bound.
+func (p Policy) detect(desired, live *unstructured.Unstructured, self string) ([]Change, error) {
+	changes, err := detect(desired, live, func(m string) bool { return m == self || p.IgnoresManager(m) })
+	if err != nil {
+		return nil, err
+	}
+	return p.Filter(changes), nil
+}
+
+// Hidden returns the JSON pointers of the fields of desired that differ in
+// live but that the policy ignores (an ignored path, an ignored manager's
+// write), for a diff to leave out.
+func (p Policy) Hidden(desired, live *unstructured.Unstructured, self string) ([]string, error) {
+	all, err := detect(desired, live, func(m string) bool { return m == self })
+	if err != nil {
+		return nil, err
+	}
+	kept, err := p.detect(desired, live, self)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range all {
+		if !slices.ContainsFunc(kept, func(k Change) bool { return k.Path == c.Path }) {
+			out = append(out, c.Path)
+		}
+	}
+	return out, nil
 }
 
 // Paths returns the changes' paths, and their managers, each once, in order

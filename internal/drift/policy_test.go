@@ -1,8 +1,11 @@
 package drift
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
@@ -10,10 +13,11 @@ import (
 func TestPolicyFor(t *testing.T) {
 	t.Parallel()
 	p := &typesv1beta1.DriftPolicy{
-		Remediation: typesv1beta1.RemediationAlert,
-		IgnorePaths: []typesv1beta1.JSONPointer{"/spec/replicas"},
+		Remediation:    typesv1beta1.RemediationAlert,
+		IgnorePaths:    []typesv1beta1.JSONPointer{"/spec/replicas"},
+		IgnoreManagers: []typesv1beta1.FieldManager{"kube-controller-manager"},
 		Clusters: []typesv1beta1.ClusterDriftPolicy{
-			{Name: "prod", Remediation: typesv1beta1.RemediationEnforce, IgnorePaths: []typesv1beta1.JSONPointer{"/metadata/annotations"}},
+			{Name: "prod", Remediation: typesv1beta1.RemediationEnforce, IgnorePaths: []typesv1beta1.JSONPointer{"/metadata/annotations"}, IgnoreManagers: []typesv1beta1.FieldManager{"keda"}},
 		},
 	}
 	tests := []struct {
@@ -24,12 +28,12 @@ func TestPolicyFor(t *testing.T) {
 		want    Policy
 	}{
 		{"no policy: the default", nil, "a", typesv1beta1.RemediationEnforce, Policy{Remediation: typesv1beta1.RemediationEnforce}},
-		{"the resource's", p, "dev", typesv1beta1.RemediationEnforce, Policy{Remediation: typesv1beta1.RemediationAlert, IgnorePaths: []string{"/spec/replicas"}}},
-		{"the cluster's exception", p, "prod", typesv1beta1.RemediationAlert, Policy{Remediation: typesv1beta1.RemediationEnforce, IgnorePaths: []string{"/spec/replicas", "/metadata/annotations"}}},
+		{"the resource's", p, "dev", typesv1beta1.RemediationEnforce, Policy{Remediation: typesv1beta1.RemediationAlert, IgnorePaths: []string{"/spec/replicas"}, IgnoreManagers: []string{"kube-controller-manager"}}},
+		{"the cluster's exception", p, "prod", typesv1beta1.RemediationAlert, Policy{Remediation: typesv1beta1.RemediationEnforce, IgnorePaths: []string{"/spec/replicas", "/metadata/annotations"}, IgnoreManagers: []string{"kube-controller-manager", "keda"}}},
 	}
 	for _, tt := range tests {
 		got := PolicyFor(tt.policy, tt.cluster, tt.def)
-		if got.Remediation != tt.want.Remediation || !slices.Equal(got.IgnorePaths, tt.want.IgnorePaths) {
+		if got.Remediation != tt.want.Remediation || !slices.Equal(got.IgnorePaths, tt.want.IgnorePaths) || !slices.Equal(got.IgnoreManagers, tt.want.IgnoreManagers) {
 			t.Errorf("%s: PolicyFor = %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
@@ -53,5 +57,57 @@ func TestIgnored(t *testing.T) {
 	paths, managers := Paths(p.Filter(changes))
 	if !slices.Equal(paths, []string{"/spec/template/spec/containers/0/image", "/metadata/labels/app"}) || !slices.Equal(managers, []string{"kubectl-edit"}) {
 		t.Errorf("Paths(Filter) = %v, %v", paths, managers)
+	}
+	p.IgnoreManagers = []string{"kubectl-edit"}
+	if paths, _ := Paths(p.Filter(changes)); !slices.Equal(paths, []string{"/metadata/labels/app"}) {
+		t.Errorf("Paths(Filter) ignoring kubectl-edit = %v, want only the removed label", paths)
+	}
+}
+
+// TestHidden checks what a diff leaves out: the fields an ignored manager
+// or path covers, not another manager's.
+func TestHidden(t *testing.T) {
+	t.Parallel()
+	live := object(t, liveYAML, entry("fedwarden", "", ownedByFedwarden), entry("kube-controller-manager", "scale", replicasByHPA), entry("kubectl-edit", "", imageByKubectlEdit))
+	scaleTo(2)(live)
+	c, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	c[0].(map[string]any)["image"] = "nginx:1.28"
+	_ = unstructured.SetNestedSlice(live.Object, c, "spec", "template", "spec", "containers")
+	tests := []struct {
+		name   string
+		policy Policy
+		want   []string
+	}{
+		{"no policy", Policy{}, nil},
+		{"an ignored manager", Policy{IgnoreManagers: []string{"kube-controller-manager"}}, []string{"/spec/replicas"}},
+		{"an ignored path", Policy{IgnorePaths: []string{"/spec/template"}}, []string{"/spec/template/spec/containers/0/image"}},
+	}
+	for _, tt := range tests {
+		got, err := tt.policy.Hidden(object(t, desiredYAML), live, "fedwarden")
+		if err != nil || !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Hidden = %v, %v; want %v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// TestDetectBound checks that the bound applies to the changes the policy
+// keeps: ignored ones do not crowd out the others.
+func TestDetectBound(t *testing.T) {
+	t.Parallel()
+	desired := object(t, desiredYAML)
+	live := object(t, liveYAML, entry("fedwarden", "", ownedByFedwarden))
+	annotations := map[string]string{}
+	for i := range MaxPaths + 5 {
+		annotations[fmt.Sprintf("a%02d", i)] = "x"
+	}
+	desired.SetAnnotations(annotations)
+	unstructured.RemoveNestedField(live.Object, "spec", "template", "spec", "containers") // sorts after /metadata/annotations
+	p := Policy{IgnorePaths: []string{"/metadata/annotations"}}
+	got, err := p.Detect(desired, live, "fedwarden")
+	if err != nil || len(got) != 1 || got[0].Path != "/spec/template/spec/containers" {
+		t.Errorf("Detect = %+v, %v; want only the removed containers", got, err)
+	}
+	if all, _ := Detect(desired, live, "fedwarden"); len(all) != MaxPaths {
+		t.Errorf("Detect without a policy found %d changes, want the bound %d", len(all), MaxPaths)
 	}
 }

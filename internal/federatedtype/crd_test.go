@@ -61,6 +61,19 @@ func TestNewCRD(t *testing.T) {
 			if _, ok := spec.Properties["retainReplicas"]; ok != tt.retain {
 				t.Errorf("spec.retainReplicas present: %v, want %v", ok, tt.retain)
 			}
+			// Every Federated<Kind> takes the whole drift policy, the ignored
+			// managers too, resource-wide and per cluster.
+			policy := spec.Properties["driftPolicy"]
+			policies := map[string]apiextensionsv1.JSONSchemaProps{"driftPolicy": policy}
+			if c := policy.Properties["clusters"].Items; c != nil && c.Schema != nil {
+				policies["driftPolicy.clusters[]"] = *c.Schema
+			}
+			for _, where := range []string{"driftPolicy", "driftPolicy.clusters[]"} {
+				m, ok := policies[where].Properties["ignoreManagers"]
+				if !ok || m.Items == nil || m.Items.Schema == nil || m.Items.Schema.MaxLength == nil || *m.Items.Schema.MaxLength != 128 {
+					t.Errorf("spec.%s.ignoreManagers: missing, or its items are not bounded to 128 characters", where)
+				}
+			}
 			hasRule := slices.ContainsFunc(root.XValidations, func(r apiextensionsv1.ValidationRule) bool {
 				return strings.Contains(r.Rule, "spec.template.metadata.name")
 			})

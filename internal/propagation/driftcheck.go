@@ -60,11 +60,11 @@ func (r *Reconciler) classify(in *syncInput, cluster string, desired, existing *
 			}
 		}
 	default:
-		changes, err := drift.Detect(desired, existing, FieldManager)
+		changes, err := policy.Detect(desired, existing, FieldManager)
 		if err != nil {
 			return f, err
 		}
-		if f.changes = policy.Filter(changes); len(f.changes) > 0 {
+		if f.changes = changes; len(f.changes) > 0 {
 			f.state = typesv1beta1.ModifiedOutOfBand
 		}
 	}

@@ -199,6 +199,13 @@ const (
 // +kubebuilder:validation:Pattern=`^(/([^~]|~[01])*)+$`
 type JSONPointer string
 
+// FieldManager names a field manager of a member object as its
+// metadata.managedFields show it, for example kubectl-edit or
+// kube-controller-manager.
+// +kubebuilder:validation:MinLength=1
+// +kubebuilder:validation:MaxLength=128
+type FieldManager string
+
 // DriftPolicy says what Fedwarden does when a member's copy drifts: edited
 // or deleted in the member by someone else. Updates from the control plane
 // (a new template or override version) are always propagated.
@@ -213,6 +220,17 @@ type DriftPolicy struct {
 	// +listType=set
 	// +optional
 	IgnorePaths []JSONPointer `json:"ignorePaths,omitempty"`
+
+	// IgnoreManagers are field managers whose writes are never treated as
+	// drift, in any cluster: a field whose value one of them wrote in the
+	// member, through the object or a subresource such as scale, is left as
+	// it is and not reported. For example kube-controller-manager, the
+	// manager of a HorizontalPodAutoscaler's writes to replicas. A new
+	// template or override version is still written over it.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	IgnoreManagers []FieldManager `json:"ignoreManagers,omitempty"`
 
 	// Clusters are per-cluster exceptions, each cluster once.
 	// +listType=map
@@ -236,6 +254,12 @@ type ClusterDriftPolicy struct {
 	// +listType=set
 	// +optional
 	IgnorePaths []JSONPointer `json:"ignorePaths,omitempty"`
+
+	// IgnoreManagers in this cluster, besides the resource's.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	// +optional
+	IgnoreManagers []FieldManager `json:"ignoreManagers,omitempty"`
 }
 
 // FederatedStatus is the propagation status every Federated<Kind> reports.

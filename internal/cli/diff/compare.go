@@ -57,10 +57,17 @@ func compare(in input) (verdict, error) {
 	}
 	shown := withVersions(in.desired, in.versions)
 	var live map[string]any
+	hidden := slices.Clone(in.policy.IgnorePaths)
 	if in.live != nil {
 		live, _ = prune(in.live.Object, shown.Object, "").(map[string]any)
+		// Fields changed by a manager the policy ignores are left out too.
+		ignored, err := in.policy.Hidden(in.desired, in.live, propagation.FieldManager)
+		if err != nil {
+			return verdict{}, fmt.Errorf("comparing: %w", err)
+		}
+		hidden = append(hidden, ignored...)
 	}
-	for _, p := range in.policy.IgnorePaths {
+	for _, p := range hidden {
 		remove(shown.Object, p)
 		remove(live, p)
 	}
@@ -73,17 +80,17 @@ func compare(in input) (verdict, error) {
 
 // differences returns why the live copy differs: it is missing, fields the
 // desired copy sets were changed by someone else outside the policy's
-// ignored paths, or it carries other versions than the host's.
+// ignored paths and managers, or it carries other versions than the host's.
 func differences(in input) ([]string, error) {
 	if in.live == nil {
 		return []string{"missing"}, nil
 	}
-	changes, err := drift.Detect(in.desired, in.live, propagation.FieldManager)
+	changes, err := in.policy.Detect(in.desired, in.live, propagation.FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("comparing: %w", err)
 	}
 	var reasons []string
-	if changes = in.policy.Filter(changes); len(changes) > 0 {
+	if len(changes) > 0 {
 		paths, managers := drift.Paths(changes)
 		reason := "changed " + strings.Join(paths, ", ")
 		if len(managers) > 0 {

@@ -57,8 +57,10 @@ fedwarden.io/override-version) the host is at.
 
 A cluster differs when its copy is missing, when a field the desired copy sets
 was changed or removed there by someone else than Fedwarden, outside the drift
-policy's ignorePaths (the same test the controller uses), or when the copy
-carries other versions than the host's. Only clusters that differ are printed.
+policy's ignorePaths and by a field manager not in its ignoreManagers (the
+same test the controller uses; what they cover is left out of the diff), or
+when the copy carries other versions than the host's. Only clusters that
+differ are printed.
 Which clusters were compared, and how each compares, goes to stderr.
 
 Diff reads the members with the credentials the host keeps for them, the way

@@ -106,13 +106,15 @@ spec:
   driftPolicy:
     remediation: Alert
     ignorePaths: [/spec/replicas]
-    clusters: [{name: cluster-a, ignorePaths: [/metadata/labels]}]
+    ignoreManagers: [kube-controller-manager]
+    clusters: [{name: cluster-a, ignorePaths: [/metadata/labels], ignoreManagers: [keda]}]
 `)
 	policy, retain, err := federatedSpec(fed)
 	if err != nil || !retain || policy == nil {
 		t.Fatalf("federatedSpec: %+v, %v, %v", policy, retain, err)
 	}
-	if got := drift.PolicyFor(policy, "cluster-a", typesv1beta1.RemediationEnforce); strings.Join(got.IgnorePaths, ",") != "/spec/replicas,/metadata/labels" {
+	if got := drift.PolicyFor(policy, "cluster-a", typesv1beta1.RemediationEnforce); strings.Join(got.IgnorePaths, ",") != "/spec/replicas,/metadata/labels" ||
+		strings.Join(got.IgnoreManagers, ",") != "kube-controller-manager,keda" {
 		t.Errorf("policy of cluster-a: %+v", got)
 	}
 	policy, retain, err = federatedSpec(object(t, "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {name: web}\n"))
@@ -203,6 +205,14 @@ const (
 	replicasFields = `{"f:spec":{"f:replicas":{}}}`
 )
 
+// scaled is the managed-fields entry of a write of replicas through the
+// scale subresource, as kubectl scale or an HPA makes it.
+func scaled(manager string) metav1.ManagedFieldsEntry {
+	e := owned(manager, replicasFields)
+	e.Subresource = "scale"
+	return e
+}
+
 func live(t *testing.T, image string, replicas int, managers ...metav1.ManagedFieldsEntry) *unstructured.Unstructured {
 	t.Helper()
 	u := object(t, strings.NewReplacer("%s", image, "%d", strconv.Itoa(replicas)).Replace(liveYAML))
@@ -248,6 +258,17 @@ func TestCompare(t *testing.T) {
 			policy: drift.Policy{IgnorePaths: []string{"/spec/replicas"}}},
 		{name: "ignored path hidden from a diff shown for another reason", live: live(t, "nginx:1.26", 5, owned("hpa", replicasFields), owned("kubectl", imageFields)),
 			versions: at1, policy: drift.Policy{IgnorePaths: []string{"/spec/replicas"}},
+			wantReasons: "changed /spec/template/spec/containers/0/image (by kubectl)",
+			want:        []string{"+      - image: nginx:1.26\n"}, notWant: []string{"replicas"},
+		},
+		{name: "scaled through the scale subresource", live: live(t, "nginx:1.25", 1, scaled("kubectl-scale")), versions: at1,
+			wantReasons: "changed /spec/replicas (by kubectl-scale)",
+			want:        []string{"-  replicas: 3\n+  replicas: 1\n"},
+		},
+		{name: "scaled by an ignored manager", live: live(t, "nginx:1.25", 5, scaled("kube-controller-manager")), versions: at1,
+			policy: drift.Policy{IgnoreManagers: []string{"kube-controller-manager"}}},
+		{name: "an ignored manager's field hidden from a diff shown for another reason", live: live(t, "nginx:1.26", 5, scaled("kube-controller-manager"), owned("kubectl", imageFields)),
+			versions: at1, policy: drift.Policy{IgnoreManagers: []string{"kube-controller-manager"}},
 			wantReasons: "changed /spec/template/spec/containers/0/image (by kubectl)",
 			want:        []string{"+      - image: nginx:1.26\n"}, notWant: []string{"replicas"},
 		},
