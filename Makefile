@@ -13,7 +13,7 @@ all: build
 build:
 	go build -o $(BIN)/fedwarden ./cmd/fedwarden
 
-## tools: build the pinned kube-apiserver, kube-controller-manager, etcd, controller-gen, helm and kyverno (CLI, admission, background and reports controllers) into bin/ (only when their pin changed)
+## tools: build the pinned kube-apiserver, kube-controller-manager, kubectl, etcd, controller-gen, helm and kyverno (CLI, admission, background and reports controllers) into bin/ (only when their pin changed)
 tools:
 	hack/tools/build.sh
 

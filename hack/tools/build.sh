@@ -19,6 +19,7 @@ declare -A module=(
 	[helm]=helm
 	[kube-apiserver]=kubernetes
 	[kube-controller-manager]=kubernetes
+	[kubectl]=kubectl
 	[kyverno]=kyverno
 	[kyverno-admission]=kyverno
 	[kyverno-background]=kyverno
@@ -30,6 +31,7 @@ declare -A package=(
 	[helm]=helm.sh/helm/v3/cmd/helm
 	[kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
 	[kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+	[kubectl]=k8s.io/kubernetes/cmd/kubectl
 	[kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 	[kyverno-admission]=github.com/kyverno/kyverno/cmd/kyverno
 	[kyverno-background]=github.com/kyverno/kyverno/cmd/background-controller
@@ -43,7 +45,7 @@ declare -A package=(
 # `helm lint` assume of the cluster (unstamped, they assume v1.20).
 ldflags_of() {
 	local flags='-s -w' dir="$root/hack/tools/${module[$1]}" v
-	if [[ ${module[$1]} == kubernetes ]]; then
+	if [[ ${module[$1]} == kubernetes || ${module[$1]} == kubectl ]]; then
 		v=$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$dir/go.mod")
 		[[ $v =~ ^v([0-9]+)\.([0-9]+)\. ]] || { echo "cannot read the k8s.io/kubernetes version from $dir/go.mod" >&2; return 1; }
 		local pkg=k8s.io/component-base/version
@@ -93,5 +95,5 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kyverno kyverno-admission kyverno-background kyverno-reports)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kubectl kyverno kyverno-admission kyverno-background kyverno-reports)
 for t in "${tools[@]}"; do build "$t"; done
