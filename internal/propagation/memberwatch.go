@@ -79,6 +79,20 @@ func (w *memberWatches) lister(ctx context.Context, member *clustercache.Member)
 	return mw.lister, nil
 }
 
+// cached tells whether the informer of cluster, if one already runs and
+// has synced, holds the managed copy key (namespace/name, or name). It
+// never starts an informer nor waits for one.
+func (w *memberWatches) cached(cluster, key string) bool {
+	w.mu.Lock()
+	mw, ok := w.byCluster[cluster]
+	w.mu.Unlock()
+	if !ok || !mw.registration.HasSynced() {
+		return false
+	}
+	_, err := mw.lister.Get(key)
+	return err == nil
+}
+
 // listError is the latest error of the informer's list or watch, if any.
 func (mw *memberWatch) listError() error {
 	if e, ok := mw.lastErr.Load().(error); ok {

@@ -415,6 +415,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		TemplateAPIVersion: r.typ.Federated.GroupVersion().String(),
 		TemplateResource:   r.typ.FederatedResource,
 		Clusters:           normalized(t.placedClusters()),
+		Spread:             t.spread,
 	}
 	placed := t.names
 	owner := metav1.OwnerReference{

@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,9 @@ type targets struct {
 	// namespaceReason and namespaceMessage are set when the resource's
 	// namespace keeps it from every cluster.
 	namespaceReason, namespaceMessage string
+	// spread is the spread constraints the decision was made under, as the
+	// CPV records them.
+	spread *typesv1beta1.RecordedSpread
 }
 
 // placedClusters is targets as the CPV records them.
@@ -60,21 +64,31 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 	if err != nil {
 		return targets{}, nil, err
 	}
+	held := r.heldCopies(fed, cpv, clusters)
 	d := r.opts.Scheduler.Schedule(scheduler.Input{
 		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
-		Previous: cpv.Spec.Clusters, Restriction: restriction,
+		Previous: cpv.Spec.Clusters, Holding: held, Spread: cpv.Spec.Spread, Restriction: restriction,
 	})
 	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage}
 	if d.Failure != nil {
-		// Keep the last decision: nothing already in the clusters is lost.
+		// Keep the last decision, and every joined cluster that holds a
+		// copy: nothing already in the clusters is lost.
+		t.spread = cpv.Spec.Spread
 		for _, pc := range cpv.Spec.Clusters {
 			t.names = append(t.names, string(pc.Name))
 			if pc.Replicas != nil {
 				t.replicas[string(pc.Name)] = *pc.Replicas
 			}
 		}
+		for _, name := range held {
+			if !slices.Contains(t.names, name) && slices.ContainsFunc(clusters, func(fc corev1beta1.FederatedCluster) bool { return fc.Name == name }) {
+				t.names = append(t.names, name)
+			}
+		}
+		slices.Sort(t.names)
 		return t, rsp, nil
 	}
+	t.spread = &typesv1beta1.RecordedSpread{Constraints: spec.Placement.SpreadConstraints}
 	for _, p := range d.Clusters {
 		t.names = append(t.names, p.Name)
 		if p.Replicas != nil {
@@ -82,6 +96,32 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 		}
 	}
 	return t, rsp, nil
+}
+
+// heldCopies returns the clusters known to hold a copy of fed besides those
+// of the last decision: those the CPV's status records, and those whose
+// member cache, where it already runs and has synced, shows a managed
+// copy. It reads no member and waits for nothing: a cluster it misses
+// still keeps its copy when the CPV records it, and a copy nothing records
+// is never deleted.
+func (r *Reconciler) heldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) []string {
+	var held []string
+	for _, cv := range cpv.Status.ClusterVersions {
+		held = append(held, string(cv.ClusterName))
+	}
+	if r.watches == nil {
+		return held
+	}
+	key := fed.GetName()
+	if r.typ.TargetNamespaced {
+		key = fed.GetNamespace() + "/" + key
+	}
+	for _, fc := range clusters {
+		if !slices.Contains(held, fc.Name) && r.watches.cached(fc.Name, key) {
+			held = append(held, fc.Name)
+		}
+	}
+	return held
 }
 
 func normalized(pcs []typesv1beta1.PlacedCluster) []typesv1beta1.PlacedCluster {
@@ -152,6 +192,9 @@ func scheduledCondition(t targets) (bool, string, string) {
 			msg = bounded(msg+"; the resource stays on "+joinNames(t.names), maxExplanation)
 		}
 		return false, typesv1beta1.ReasonUnschedulable, msg
+	}
+	if len(t.decision.Kept) > 0 {
+		return true, typesv1beta1.ReasonCopiesKept, t.decision.Explain(maxExplanation)
 	}
 	return true, typesv1beta1.ReasonScheduled, t.decision.Explain(maxExplanation)
 }

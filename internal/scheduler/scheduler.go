@@ -81,6 +81,13 @@ type Input struct {
 	Preference *schedulingv1alpha1.ReplicaSchedulingPreference
 	// Previous is the last decision (the CPV's spec.clusters).
 	Previous []typesv1beta1.PlacedCluster
+	// Holding are the clusters known to hold a copy besides those of
+	// Previous: those the CPV's status records, and those whose member
+	// cache shows one. A cluster missing here is not taken to hold none.
+	Holding []string
+	// Spread is the spread constraints Previous was decided under (the
+	// CPV's spec.spread); nil when not recorded.
+	Spread *typesv1beta1.RecordedSpread
 	// Restriction, when set, keeps the resource to these clusters (the
 	// clusters its namespace is federated to).
 	Restriction *Restriction
@@ -125,6 +132,7 @@ func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Clu
 		fc := &in.Clusters[i]
 		c := clusterOf(fc)
 		c.Previous = previous[fc.Name]
+		c.HasCopy = c.Previous != nil || slices.Contains(in.Holding, fc.Name)
 		if measure {
 			c.Capacity = s.capacity.Capacity(fc.Name, w.Namespace, w.PodSelector)
 		}
@@ -134,7 +142,7 @@ func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Clu
 	for _, name := range absentNames(in) {
 		if !seen[name] {
 			seen[name] = true
-			out = append(out, &framework.Cluster{Name: name, Previous: previous[name]})
+			out = append(out, &framework.Cluster{Name: name, Previous: previous[name], HasCopy: previous[name] != nil})
 		}
 	}
 	slices.SortFunc(out, func(a, b *framework.Cluster) int { return cmp.Compare(a.Name, b.Name) })

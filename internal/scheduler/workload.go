@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -28,9 +29,20 @@ func workloadOf(in Input) *framework.Workload {
 		one := int32(1) // the API server's default
 		w.Replicas = &one
 	}
+	w.SpreadChanged = spreadChanged(in)
 	w.PodRequests = podRequests(fed)
 	w.PodSelector = podSelector(fed)
 	return w
+}
+
+// spreadChanged tells whether the placement's spread constraints differ
+// from those the last decision was made under. Not recorded counts as
+// unchanged: a missing or older CPV never lets a spread drop a copy.
+func spreadChanged(in Input) bool {
+	if in.Spread == nil {
+		return false
+	}
+	return !equality.Semantic.DeepEqual(in.Spread.Constraints, in.Placement.SpreadConstraints)
 }
 
 // podSelector reads the template's spec.selector; nil when it has none or

@@ -67,6 +67,26 @@ type ClusterPropagatedVersionSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Clusters []PlacedCluster `json:"clusters,omitempty"`
+
+	// Spread records the spec.placement.spreadConstraints that clusters
+	// was decided under. A cluster that holds a copy and that a spread
+	// constraint leaves out loses the copy only when the user changed the
+	// constraints since; otherwise (a re-decision after an outage, for
+	// example) it keeps it. Unset means not recorded, which counts as
+	// unchanged.
+	// +optional
+	Spread *RecordedSpread `json:"spread,omitempty"`
+}
+
+// RecordedSpread is the spread constraints a decision was made under.
+type RecordedSpread struct {
+	// Constraints as they were in spec.placement.spreadConstraints; empty
+	// when it had none.
+	// +listType=map
+	// +listMapKey=spreadBy
+	// +kubebuilder:validation:MaxItems=2
+	// +optional
+	Constraints []SpreadConstraint `json:"constraints,omitempty"`
 }
 
 // PlacedCluster is one scheduled cluster.

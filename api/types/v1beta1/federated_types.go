@@ -325,6 +325,11 @@ const (
 	// ReasonScheduled: the scheduler's decision is in the CPV's
 	// spec.clusters.
 	ReasonScheduled = "Scheduled"
+	// ReasonCopiesKept: the decision is in the CPV's spec.clusters, and
+	// keeps copies in clusters a plugin would drop for their state (not
+	// Ready, too small, a spread decided again): only the user's intent
+	// removes a copy. The message names each and why.
+	ReasonCopiesKept = "CopiesKept"
 	// ReasonUnschedulable: no decision satisfies the placement (for
 	// example too few regions for a spread constraint); the resource stays
 	// where it was.

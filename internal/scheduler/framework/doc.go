@@ -3,4 +3,9 @@
 // example one per region) and Assign plugins divide replicas. Plugins are
 // pure functions of a State, register by name in a Registry and explain
 // every cluster they rule out.
+//
+// Plugins are optimisations: only an IntentPlugin's verdicts (the user's
+// placement) drop a cluster that holds a copy; any other verdict keeps it
+// (Decision.Kept), so that a change in the clusters' state never deletes a
+// running copy.
 package framework

@@ -23,14 +23,17 @@ func (d Decision) Summary() string {
 }
 
 // Explain is a message of at most limit bytes: the decision (or why none
-// was made), the clusters ruled out, each with the plugin and its reason,
-// then the notes. Items that do not fit are counted instead.
+// was made), the clusters kept for their copy and those ruled out, each
+// with the plugin and its reason, then the notes. Items that do not fit are counted instead.
 func (d Decision) Explain(limit int) string {
 	msg := "scheduled to " + d.Summary()
 	if d.Failure != nil {
 		msg = "not scheduled: " + d.Failure.String()
 	}
-	items := make([]string, 0, len(d.RuledOut)+len(d.Notes))
+	items := make([]string, 0, len(d.Kept)+len(d.RuledOut)+len(d.Notes))
+	for _, v := range d.Kept {
+		items = append(items, "kept "+v.Cluster+", which holds a copy, despite "+v.Plugin+": "+joinReasons(v.Reasons))
+	}
 	for i, v := range d.RuledOut {
 		s := v.String()
 		if i == 0 {

@@ -73,11 +73,15 @@ func (v Verdict) String() string {
 
 // Decision is where the workload goes, and why not elsewhere.
 type Decision struct {
-	// Clusters chosen, sorted by name.
+	// Clusters chosen, and those kept, sorted by name.
 	Clusters []Placement
 	// RuledOut are the clusters a Filter plugin ruled out, or a Select
 	// plugin left out, sorted by cluster.
 	RuledOut []Verdict
+	// Kept are the clusters a plugin would have dropped for their state
+	// but that hold a copy, which they keep (see IntentPlugin); each is in
+	// Clusters with the replicas of the last decision. Sorted by cluster.
+	Kept []Verdict
 	// Failure is set when no decision could be made: Clusters is then
 	// empty and the caller keeps the last decision.
 	Failure *Verdict
@@ -88,7 +92,7 @@ type Decision struct {
 // Schedule decides where s.Workload goes among s.Clusters.
 func (f *Framework) Schedule(s *State) Decision {
 	var d Decision
-	feasible, failure := f.filter(s, &d)
+	feasible, kept, failure := f.filter(s, &d)
 	if failure != nil {
 		d.Failure = failure
 		return d
@@ -106,13 +110,21 @@ func (f *Framework) Schedule(s *State) Decision {
 			d.RuledOut = sortVerdicts(d.RuledOut)
 			return d
 		}
-		d.RuledOut = append(d.RuledOut, leftOut(p.Name(), selected, sel)...)
+		for _, v := range leftOut(p.Name(), selected, sel) {
+			if c := clusterNamed(selected, v.Cluster); keeps(s, p, c.Cluster) {
+				d.Kept = append(d.Kept, v)
+				kept = append(kept, c.Cluster)
+				continue
+			}
+			d.RuledOut = append(d.RuledOut, v)
+		}
 		selected = sel.Chosen
 	}
 	replicas, failure := f.assign(s, selected, &d)
 	if failure != nil {
 		d.Failure = failure
 		d.RuledOut = sortVerdicts(d.RuledOut)
+		d.Kept = nil
 		return d
 	}
 	for _, c := range selected {
@@ -122,36 +134,80 @@ func (f *Framework) Schedule(s *State) Decision {
 		}
 		d.Clusters = append(d.Clusters, p)
 	}
+	for _, c := range kept {
+		d.Clusters = append(d.Clusters, keptPlacement(c))
+	}
 	slices.SortFunc(d.Clusters, func(a, b Placement) int { return cmp.Compare(a.Name, b.Name) })
 	d.RuledOut = sortVerdicts(d.RuledOut)
+	d.Kept = sortVerdicts(d.Kept)
 	return d
 }
 
-// filter returns the clusters every Filter plugin lets through; a plugin
-// Error fails the whole decision.
-func (f *Framework) filter(s *State, d *Decision) ([]*Cluster, *Verdict) {
-	var feasible []*Cluster
+// keeps tells whether c keeps its place although p drops it: it holds a
+// copy, it is joined (an unjoined cluster has nothing to keep), and p's
+// verdict is about its state, not the user's intent.
+func keeps(s *State, p Plugin, c *Cluster) bool {
+	return c.HasCopy && c.Joined && !isIntent(s, p)
+}
+
+func isIntent(s *State, p Plugin) bool {
+	ip, ok := p.(IntentPlugin)
+	return ok && ip.IsIntent(s)
+}
+
+// keptPlacement is a kept cluster's place: the replicas the last decision
+// gave it (the template's when it recorded none). The Assign plugins do not
+// count it: they divide the replicas between the chosen clusters.
+func keptPlacement(c *Cluster) Placement {
+	p := Placement{Name: c.Name}
+	if c.Previous != nil && c.Previous.Replicas != nil {
+		n := *c.Previous.Replicas
+		p.Replicas = &n
+	}
+	return p
+}
+
+func clusterNamed(cs []ScoredCluster, name string) ScoredCluster {
+	i := slices.IndexFunc(cs, func(c ScoredCluster) bool { return c.Name == name })
+	return cs[i]
+}
+
+// filter returns the clusters every Filter plugin lets through, and those
+// a plugin rules out for their state that keep their copy; a plugin Error
+// fails the whole decision.
+func (f *Framework) filter(s *State, d *Decision) (feasible, kept []*Cluster, failure *Verdict) {
 	for _, c := range s.Clusters {
-		v, code := f.filterOne(s, c)
-		switch code {
-		case Error:
-			return nil, &Verdict{Plugin: v.Plugin, Reasons: v.Reasons}
-		case Unschedulable:
+		v, p, code := f.filterOne(s, c)
+		switch {
+		case code == Error:
+			return nil, nil, &Verdict{Plugin: v.Plugin, Reasons: v.Reasons}
+		case code == Unschedulable && keeps(s, p, c):
+			d.Kept = append(d.Kept, *v)
+			kept = append(kept, c)
+		case code == Unschedulable:
 			d.RuledOut = append(d.RuledOut, *v)
 		default:
 			feasible = append(feasible, c)
 		}
 	}
-	return feasible, nil
+	return feasible, kept, nil
 }
 
-func (f *Framework) filterOne(s *State, c *Cluster) (*Verdict, Code) {
-	for _, p := range f.filters {
-		if res := p.Filter(s, c); !res.IsSuccess() {
-			return &Verdict{Cluster: c.Name, Plugin: p.Name(), Reasons: res.Reasons}, res.Code
+// filterOne runs the Filter plugins on c, those that express the user's
+// intent first: a cluster the user excludes is ruled out as such, whatever
+// its state.
+func (f *Framework) filterOne(s *State, c *Cluster) (*Verdict, Plugin, Code) {
+	for _, intent := range []bool{true, false} {
+		for _, p := range f.filters {
+			if isIntent(s, p) != intent {
+				continue
+			}
+			if res := p.Filter(s, c); !res.IsSuccess() {
+				return &Verdict{Cluster: c.Name, Plugin: p.Name(), Reasons: res.Reasons}, p, res.Code
+			}
 		}
 	}
-	return nil, Success
+	return nil, nil, Success
 }
 
 // score ranks the feasible clusters: highest total score first, then those

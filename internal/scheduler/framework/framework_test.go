@@ -2,6 +2,7 @@ package framework
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,9 +15,13 @@ type named struct {
 	score map[string]int64
 	keep  int
 	fail  bool
+	// intent makes the plugin's verdicts the user's intent.
+	intent bool
 }
 
 func (p *named) Name() string { return p.name }
+
+func (p *named) IsIntent(*State) bool { return p.intent }
 
 func (p *named) Filter(_ *State, c *Cluster) Result {
 	if why, ok := p.out[c.Name]; ok {
@@ -165,5 +170,109 @@ func TestExplainIsBounded(t *testing.T) {
 	msg := d.Explain(300)
 	if len(msg) > 300 || !strings.Contains(msg, "more") || !strings.HasPrefix(msg, "scheduled to a; ruled out ") {
 		t.Errorf("Explain(300) = %q (%d bytes)", msg, len(msg))
+	}
+}
+
+// A cluster that holds a copy loses it only to a plugin that expresses the
+// user's intent, or because it left the federation; a plugin that judges
+// the clusters' state keeps it, with the replicas it had, and says why.
+func TestStateVerdictsKeepCopies(t *testing.T) {
+	t.Parallel()
+	six := int32(6)
+	clusters := func() []*Cluster {
+		return []*Cluster{
+			{Name: "a", Joined: true, HasCopy: true, Previous: &Previous{Replicas: &six}},
+			{Name: "b", Joined: true, HasCopy: true}, // recorded by the CPV's status only
+			{Name: "c", Joined: true},
+			{Name: "gone", HasCopy: true, Previous: &Previous{}}, // unjoined
+		}
+	}
+	tests := []struct {
+		name     string
+		plugins  []*named
+		want     []string // name=replicas, "-" for the template's
+		kept     []string
+		ruledOut []string
+	}{
+		{
+			name:     "a state filter keeps the clusters that hold a copy",
+			plugins:  []*named{{name: "Capacity", out: map[string]string{"a": "too small", "b": "too small", "c": "too small", "gone": "not joined"}}},
+			want:     []string{"a=6", "b=-"},
+			kept:     []string{"a: Capacity: too small", "b: Capacity: too small"},
+			ruledOut: []string{"c: Capacity: too small", "gone: Capacity: not joined"},
+		},
+		{
+			name:     "an intent filter removes the copy",
+			plugins:  []*named{{name: "Affinity", intent: true, out: map[string]string{"a": "not in clusters", "gone": "not joined"}}},
+			want:     []string{"b=-", "c=-"},
+			ruledOut: []string{"a: Affinity: not in clusters", "gone: Affinity: not joined"},
+		},
+		{
+			name: "intent is judged first, whatever the order of the plugins",
+			plugins: []*named{
+				{name: "Capacity", out: map[string]string{"a": "too small", "b": "too small"}},
+				{name: "Affinity", intent: true, out: map[string]string{"a": "not in clusters", "gone": "not joined"}},
+			},
+			want:     []string{"b=-", "c=-"},
+			kept:     []string{"b: Capacity: too small"},
+			ruledOut: []string{"a: Affinity: not in clusters", "gone: Affinity: not joined"},
+		},
+		{
+			name:     "a state selection keeps what it leaves out",
+			plugins:  []*named{{name: "Spread", keep: 1, score: map[string]int64{"c": 9}}},
+			want:     []string{"a=6", "b=-", "c=-"},
+			kept:     []string{"a: Spread: too many", "b: Spread: not chosen"},
+			ruledOut: []string{"gone: Spread: not chosen"},
+		},
+		{
+			name:     "a selection that is the user's intent removes the copy",
+			plugins:  []*named{{name: "Spread", intent: true, keep: 1, score: map[string]int64{"c": 9}}},
+			want:     []string{"c=-"},
+			ruledOut: []string{"a: Spread: too many", "b: Spread: not chosen", "gone: Spread: not chosen"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var names []string
+			for _, p := range tt.plugins {
+				names = append(names, p.name)
+			}
+			fw, err := New(registryOf(tt.plugins...), names)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := fw.Schedule(&State{Workload: &Workload{}, Clusters: clusters()})
+			var got, kept, ruledOut []string
+			for _, p := range d.Clusters {
+				n := "-"
+				if p.Replicas != nil {
+					n = strconv.Itoa(int(*p.Replicas))
+				}
+				got = append(got, p.Name+"="+n)
+			}
+			for _, v := range d.Kept {
+				kept = append(kept, v.String())
+			}
+			for _, v := range d.RuledOut {
+				ruledOut = append(ruledOut, v.String())
+			}
+			if !slices.Equal(got, tt.want) || !slices.Equal(kept, tt.kept) || !slices.Equal(ruledOut, tt.ruledOut) {
+				t.Errorf("decision = %v, kept %q, ruled out %q; want %v, %q, %q", got, kept, ruledOut, tt.want, tt.kept, tt.ruledOut)
+			}
+		})
+	}
+}
+
+func TestExplainSaysWhyACopyIsKept(t *testing.T) {
+	t.Parallel()
+	d := Decision{
+		Clusters: []Placement{{Name: "a"}, {Name: "b"}},
+		Kept:     []Verdict{{Cluster: "b", Plugin: "Capacity", Reasons: []string{"needs 2 cpu, none free"}}},
+		RuledOut: []Verdict{{Cluster: "c", Plugin: "ClusterAffinity", Reasons: []string{"not in spec.placement.clusters"}}},
+	}
+	want := "scheduled to a, b; kept b, which holds a copy, despite Capacity: needs 2 cpu, none free; ruled out c: ClusterAffinity: not in spec.placement.clusters"
+	if got := d.Explain(1024); got != want {
+		t.Errorf("Explain = %q\nwant      %q", got, want)
 	}
 }

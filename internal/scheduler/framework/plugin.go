@@ -6,6 +6,21 @@ type Plugin interface {
 	Name() string
 }
 
+// IntentPlugin is a plugin whose verdicts may express the user's intent:
+// the placement's names, selector and exclusions matched against the
+// clusters' labels, or spread constraints the user has just changed. A
+// cluster it rules out or leaves out while IsIntent is true loses its copy.
+//
+// Every other verdict is an optimisation over the clusters' state
+// (readiness, capacity, a spread re-decision after an outage): it steers
+// new placements and the division of replicas, but a cluster it would drop
+// that holds a copy keeps it, and the Decision says why (Kept). The
+// framework, not each plugin, enforces this.
+type IntentPlugin interface {
+	Plugin
+	IsIntent(s *State) bool
+}
+
 // FilterPlugin rules out clusters the workload must not go to.
 type FilterPlugin interface {
 	Plugin

@@ -25,6 +25,10 @@ type Workload struct {
 	// Preference divides the replicas, when a ReplicaSchedulingPreference
 	// targets the resource.
 	Preference *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec
+	// SpreadChanged tells whether the user changed the placement's spread
+	// constraints since the last decision: only then does a spread leave
+	// out a cluster that holds a copy (see IntentPlugin).
+	SpreadChanged bool
 }
 
 // Cluster is one candidate cluster, as plugins see it.
@@ -43,6 +47,11 @@ type Cluster struct {
 	// Previous is the cluster's place in the last decision; nil when the
 	// resource was not scheduled there.
 	Previous *Previous
+	// HasCopy tells whether the resource already has a copy there, as far
+	// as anything recorded or seen says: the last decision placed it, the
+	// CPV records a copy, or the member's cache holds one. A cluster that
+	// holds a copy is dropped only by the user's intent (see IntentPlugin).
+	HasCopy bool
 	// Capacity is the cluster's free room; nil when it is not measured
 	// (yet).
 	Capacity *Capacity

@@ -19,13 +19,20 @@ const Name = "ClusterAffinity"
 // Plugin is the ClusterAffinity filter.
 type Plugin struct{}
 
-var _ framework.FilterPlugin = (*Plugin)(nil)
+var (
+	_ framework.FilterPlugin = (*Plugin)(nil)
+	_ framework.IntentPlugin = (*Plugin)(nil)
+)
 
 // New returns the plugin.
 func New() framework.Plugin { return &Plugin{} }
 
 // Name returns the plugin's name.
 func (*Plugin) Name() string { return Name }
+
+// IsIntent is always true: the placement is the user's intent, and a
+// cluster it does not select loses its copy.
+func (*Plugin) IsIntent(*framework.State) bool { return true }
 
 // Filter rules out a cluster the placement does not select.
 func (*Plugin) Filter(s *framework.State, c *framework.Cluster) framework.Result {

@@ -20,13 +20,22 @@ const maxNamesShown = 5
 // ranked clusters.
 type Plugin struct{}
 
-var _ framework.SelectPlugin = (*Plugin)(nil)
+var (
+	_ framework.SelectPlugin = (*Plugin)(nil)
+	_ framework.IntentPlugin = (*Plugin)(nil)
+)
 
 // New returns the GeoSpread plugin.
 func New() framework.Plugin { return &Plugin{} }
 
 // Name returns Name.
 func (*Plugin) Name() string { return Name }
+
+// IsIntent tells whether the user changed the spread constraints since
+// the last decision: then a cluster left out loses its copy. Otherwise the
+// spread is decided again from the clusters' state (after an outage, for
+// example), and a cluster left out that holds a copy keeps it.
+func (*Plugin) IsIntent(s *framework.State) bool { return s.Workload.SpreadChanged }
 
 // Select keeps the clusters every spread constraint allows. Each
 // constraint narrows the list the one before it left.
