@@ -111,6 +111,12 @@ func TestNextStatus(t *testing.T) {
 			want: want{ready: "False", offline: "Unknown", malformed: "True", readyReason: corev1beta1.ReasonSecretNotFound, version: "v1.37.2"},
 		},
 		{
+			name: "credentials redirected: not Ready at once, whatever the streak",
+			from: statusAfter(observation{probe: readyProbe(), streak: 1}),
+			obs:  observation{malformed: &clustercache.MalformedError{Reason: corev1beta1.ReasonCredentialsNotBound, Message: "Secret x holds the credentials of cluster y"}},
+			want: want{ready: "False", offline: "Unknown", malformed: "True", readyReason: corev1beta1.ReasonCredentialsNotBound, version: "v1.37.2"},
+		},
+		{
 			name: "fixed settings: the first probe after is taken at once",
 			from: statusAfter(observation{malformed: malformed}),
 			obs:  observation{probe: unreachableProbe(), streak: 1},

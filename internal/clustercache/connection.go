@@ -51,7 +51,12 @@ func (e *MalformedError) Error() string { return e.Message }
 
 // Load reads the Secret that fc's spec.secretRef names in namespace and
 // returns the connection settings. Settings that cannot work give a
-// *MalformedError; a failure to read gives any other error.
+// *MalformedError; a failure to read gives any other error. A Secret that
+// is not bound to fc, its endpoint and its CA bundle (the annotations
+// AnnotationCredentialsCluster, AnnotationCredentialsEndpoint and
+// AnnotationCredentialsCA, which fedwarden join writes) gives a
+// *MalformedError with Reason ReasonCredentialsNotBound: its token must not
+// be sent, so no Connection holds it.
 func Load(ctx context.Context, reader client.Reader, namespace string, fc *corev1beta1.FederatedCluster) (Connection, error) {
 	ref := fc.Spec.SecretRef
 	if ref == nil {
@@ -101,6 +106,11 @@ func connectionFrom(fc *corev1beta1.FederatedCluster, secret *corev1.Secret) (Co
 				Message: fmt.Sprintf("%s: %v", source, err),
 			}
 		}
+	} else {
+		source = "the system roots"
+	}
+	if err := checkBinding(fc, secret, ca, source); err != nil {
+		return Connection{}, err
 	}
 	return Connection{Endpoint: fc.Spec.APIEndpoint, CABundle: ca, Token: token}, nil
 }

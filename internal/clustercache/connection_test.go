@@ -83,6 +83,9 @@ func TestConnectionFrom(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Bound to the cluster, its endpoint and the CA it is verified
+			// with, as join binds it: only the problem under test remains.
+			bind(tt.secret, tt.fc.Name, tt.fc.Spec.APIEndpoint, tt.wantCA)
 			conn, err := connectionFrom(tt.fc, tt.secret)
 			if tt.wantReason == "" {
 				if err != nil {
@@ -104,6 +107,125 @@ func TestConnectionFrom(t *testing.T) {
 				t.Errorf("message leaks the token: %q", malformed.Message)
 			}
 		})
+	}
+}
+
+// bind writes on secret the annotations that bind it to cluster, endpoint
+// and ca, and returns it.
+func bind(secret *corev1.Secret, cluster, endpoint string, ca []byte) *corev1.Secret {
+	secret.Annotations = map[string]string{
+		corev1beta1.AnnotationCredentialsCluster:  cluster,
+		corev1beta1.AnnotationCredentialsEndpoint: endpoint,
+		corev1beta1.AnnotationCredentialsCA:       CADigest(ca),
+	}
+	return secret
+}
+
+// A token is handed out only for the cluster, endpoint and CA bundle its
+// Secret is bound to: a FederatedCluster edited to name another cluster's
+// Secret, another endpoint or another CA gets CredentialsNotBound and no
+// Connection, so no client can send the token.
+func TestConnectionFromRefusesUnboundCredentials(t *testing.T) {
+	ca, rogueCA := testCA(t), testCA(t)
+	const (
+		token    = "eyJhbGciOiJSUzI1NiJ9.secret-part.sig"
+		endpoint = "https://10.0.0.1:6443"
+		rogue    = "https://127.0.0.1:4443"
+	)
+	fc := func(name, endpoint string, ca []byte) *corev1beta1.FederatedCluster {
+		return &corev1beta1.FederatedCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1beta1.FederatedClusterSpec{
+				APIEndpoint: endpoint, CABundle: ca,
+				SecretRef: &corev1beta1.LocalSecretReference{Name: "fedwarden-cluster2-credentials"},
+			},
+		}
+	}
+	secret := func(caKey []byte) *corev1.Secret {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "kube-federation-system", Name: "fedwarden-cluster2-credentials"},
+			Data:       map[string][]byte{corev1beta1.SecretTokenKey: []byte(token)},
+		}
+		if caKey != nil {
+			s.Data[corev1beta1.SecretCAKey] = caKey
+		}
+		return s
+	}
+	without := func(s *corev1.Secret, key string) *corev1.Secret {
+		delete(s.Annotations, key)
+		return s
+	}
+	tests := []struct {
+		name      string
+		fc        *corev1beta1.FederatedCluster
+		secret    *corev1.Secret
+		inMessage []string // empty: the Secret is bound to fc
+	}{
+		{name: "bound", fc: fc("cluster2", endpoint, ca), secret: bind(secret(nil), "cluster2", endpoint, ca)},
+		{name: "bound, CA from the Secret", fc: fc("cluster2", endpoint, nil), secret: bind(secret(ca), "cluster2", endpoint, ca)},
+		{name: "bound to the system roots", fc: fc("cluster2", endpoint, nil), secret: bind(secret(nil), "cluster2", endpoint, nil)},
+		{name: "another cluster's Secret, sent to a rogue endpoint", fc: fc("cluster1", rogue, rogueCA), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"credentials of cluster cluster2, not of cluster1", "fedwarden join cluster1"}},
+		{name: "another cluster's Secret, same endpoint", fc: fc("cluster1", endpoint, ca), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"credentials of cluster cluster2, not of cluster1"}},
+		{name: "own Secret, endpoint changed", fc: fc("cluster2", rogue, ca), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"endpoint " + endpoint + ", not to spec.apiEndpoint " + rogue, "fedwarden join cluster2", corev1beta1.AnnotationCredentialsEndpoint}},
+		{name: "own Secret, endpoint and CA changed", fc: fc("cluster2", rogue, rogueCA), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"not to spec.apiEndpoint " + rogue}},
+		{name: "own Secret, CA changed", fc: fc("cluster2", endpoint, rogueCA), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"CA bundle " + CADigest(ca), "spec.caBundle (" + CADigest(rogueCA) + ")", corev1beta1.AnnotationCredentialsCA}},
+		{name: "own Secret, CA removed: system roots", fc: fc("cluster2", endpoint, nil), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"the system roots (" + corev1beta1.CredentialsCASystemRoots + ")"}},
+		{name: "spec CA overrides the bound Secret CA", fc: fc("cluster2", endpoint, rogueCA), secret: bind(secret(ca), "cluster2", endpoint, ca),
+			inMessage: []string{"spec.caBundle"}},
+		{name: "endpoint differs by a trailing slash", fc: fc("cluster2", endpoint+"/", ca), secret: bind(secret(nil), "cluster2", endpoint, ca),
+			inMessage: []string{"not to spec.apiEndpoint"}},
+		{name: "no binding: written by an older join", fc: fc("cluster2", endpoint, ca), secret: secret(nil),
+			inMessage: []string{"is not bound to a cluster", "fedwarden join cluster2", corev1beta1.AnnotationCredentialsCluster}},
+		{name: "binding without the CA", fc: fc("cluster2", endpoint, ca), secret: without(bind(secret(nil), "cluster2", endpoint, ca), corev1beta1.AnnotationCredentialsCA),
+			inMessage: []string{"lacks the annotations " + corev1beta1.AnnotationCredentialsCA}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, err := connectionFrom(tt.fc, tt.secret)
+			if len(tt.inMessage) == 0 {
+				if err != nil || conn.Token != token {
+					t.Fatalf("connectionFrom = token %t, err %v; want the token", conn.Token != "", err)
+				}
+				return
+			}
+			if conn.Token != "" {
+				t.Error("the Connection holds the token")
+			}
+			var malformed *MalformedError
+			if !errors.As(err, &malformed) || malformed.Reason != corev1beta1.ReasonCredentialsNotBound {
+				t.Fatalf("error = %v, want a *MalformedError with reason %s", err, corev1beta1.ReasonCredentialsNotBound)
+			}
+			for _, want := range tt.inMessage {
+				if !strings.Contains(malformed.Message, want) {
+					t.Errorf("message %q does not say %q", malformed.Message, want)
+				}
+			}
+			if strings.Contains(malformed.Message, "secret-part") {
+				t.Errorf("message leaks the token: %q", malformed.Message)
+			}
+		})
+	}
+}
+
+func TestCADigest(t *testing.T) {
+	t.Parallel()
+	ca := testCA(t)
+	if got := CADigest(nil); got != corev1beta1.CredentialsCASystemRoots {
+		t.Errorf("CADigest(nil) = %q, want %q", got, corev1beta1.CredentialsCASystemRoots)
+	}
+	got := CADigest(ca)
+	if !strings.HasPrefix(got, "sha256:") || len(got) != len("sha256:")+64 || got != CADigest(append([]byte{}, ca...)) {
+		t.Errorf("CADigest = %q, want sha256: and 64 hex digits, the same for equal bytes", got)
+	}
+	if got == CADigest(append(append([]byte{}, ca...), '\n')) {
+		t.Error("CADigest is the same for different bytes")
 	}
 }
 

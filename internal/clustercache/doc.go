@@ -21,6 +21,16 @@
 // [Member.Context], which ends when the member's clients are rebuilt or
 // removed, so that no informer outlives the credentials it was built with.
 //
+// # Credentials stay bound
+//
+// [Load] refuses a credentials Secret that is not bound to the
+// FederatedCluster that names it: its annotations must name that cluster,
+// its spec.apiEndpoint and the digest ([CADigest]) of the CA bundle it is
+// verified with. Only someone who may write Secrets can change them, so
+// whoever may edit a FederatedCluster cannot point a token at a server of
+// their own; the refusal comes before any client exists, so the token is
+// never sent. fedwarden join writes the binding.
+//
 // # Trade-offs
 //
 // A member's clients are kept while it is unreachable: readiness is the

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
 )
 
 // Credentials are what the host writes to a member with, copied from the
@@ -46,11 +47,32 @@ func credentialsSecret(s Spec, creds Credentials) *corev1.Secret {
 	if len(creds.CA) > 0 {
 		data[v1beta1.SecretCAKey] = creds.CA
 	}
+	// The FederatedCluster verifies the member with spec.caBundle, else
+	// with the Secret's ca.crt.
+	ca := s.CABundle
+	if len(ca) == 0 {
+		ca = creds.CA
+	}
+	meta := objectMeta(s.Name, s.Namespace, CredentialsSecretName(s.Name))
+	meta.Annotations = CredentialsBinding(s.Name, s.APIEndpoint, ca)
 	return &corev1.Secret{
 		TypeMeta:   typeMeta(corev1.SchemeGroupVersion.String(), "Secret"),
-		ObjectMeta: objectMeta(s.Name, s.Namespace, CredentialsSecretName(s.Name)),
+		ObjectMeta: meta,
 		Type:       corev1.SecretTypeOpaque,
 		Data:       data,
+	}
+}
+
+// CredentialsBinding returns the annotations that bind a credentials Secret
+// to the FederatedCluster cluster, its spec.apiEndpoint endpoint, and ca,
+// the CA bundle it is verified with (its spec.caBundle, else the Secret's
+// ca.crt; empty for the system roots). The controller sends the Secret's
+// token nowhere else: a credentials Secret made by hand needs them too.
+func CredentialsBinding(cluster, endpoint string, ca []byte) map[string]string {
+	return map[string]string{
+		v1beta1.AnnotationCredentialsCluster:  cluster,
+		v1beta1.AnnotationCredentialsEndpoint: endpoint,
+		v1beta1.AnnotationCredentialsCA:       clustercache.CADigest(ca),
 	}
 }
 

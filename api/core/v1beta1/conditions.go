@@ -38,6 +38,11 @@ const (
 	ReasonSecretMalformed = "SecretMalformed"
 	// ReasonCABundleMalformed: spec.caBundle holds no PEM certificate.
 	ReasonCABundleMalformed = "CABundleMalformed"
+	// ReasonCredentialsNotBound: the Secret that spec.secretRef names is not
+	// bound to this cluster, its spec.apiEndpoint and its CA bundle (see
+	// AnnotationCredentialsCluster), so its token is not sent: editing a
+	// FederatedCluster cannot redirect a token elsewhere.
+	ReasonCredentialsNotBound = "CredentialsNotBound"
 	// ReasonAgentNotSeen: no agent of a Pull cluster has renewed its Lease.
 	ReasonAgentNotSeen = "AgentNotSeen"
 	// ReasonAgentLeaseExpired: a Pull cluster's agent stopped renewing its Lease.

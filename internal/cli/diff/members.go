@@ -34,7 +34,10 @@ func newMembers(host client.Reader, namespace string, networks egress.Networks) 
 
 // get returns the clients of the named cluster. Their TLS configuration
 // verifies the member's certificate: with the cluster's CA bundle, else
-// the system roots.
+// the system roots. Like the controller's, they exist only when the
+// credentials Secret is bound to the cluster, its endpoint and CA bundle
+// (clustercache.Load refuses otherwise), so diff never sends a token where
+// an edited FederatedCluster points.
 func (m *members) get(ctx context.Context, name string) (*clustercache.Member, error) {
 	fc := &corev1beta1.FederatedCluster{}
 	err := m.host.Get(ctx, client.ObjectKey{Name: name}, fc)

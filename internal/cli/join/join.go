@@ -85,7 +85,11 @@ grants them, which amounts to cluster-admin on the member.
 
 In the host cluster it then creates the Secret fedwarden-NAME-credentials,
 holding that token and the member's CA, and the FederatedCluster NAME, whose
-API endpoint and CA bundle come from the member's kubeconfig. That kubeconfig
+API endpoint and CA bundle come from the member's kubeconfig. The Secret's
+annotations fedwarden.io/credentials-cluster, -endpoint and -ca bind the token
+to that cluster, endpoint and CA bundle: the controller sends it nowhere else,
+whatever the FederatedCluster is edited to say. Run join again to bind a
+Secret an older join wrote, or after the member's endpoint or CA changed. That kubeconfig
 must use https and verify the server (certificate-authority-data, or none for
 the system roots): Fedwarden never skips TLS verification.
 

@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 const ns = v1beta1.DefaultFederationNamespace
@@ -44,6 +46,8 @@ func TestJoinUnjoin(t *testing.T) {
 	if strings.Contains(stderr, "created") || strings.Contains(stderr, "configured") {
 		t.Errorf("a second join reports changes:\n%s", stderr)
 	}
+
+	tb.checkRejoinBinds(ctx, t)
 
 	_, stderr, code := tb.run(join.NewCommand, "--region", "eu", "--zone", "eu-a", "--label", "env=test", "--timeout", "2s")
 	if code != 1 || !strings.Contains(stderr, "is `fedwarden controller-manager` running against this host?") {
@@ -70,6 +74,38 @@ func TestJoinUnjoin(t *testing.T) {
 	}
 	tb.mustRun(t, unjoin.NewCommand)
 	tb.checkGone(t, tb.member, tb.memberObjects())
+}
+
+// checkRejoinBinds checks that join binds the credentials Secret to the
+// FederatedCluster, and that joining again binds a Secret that an older
+// join wrote without a binding.
+func (tb *testBed) checkRejoinBinds(ctx context.Context, t *testing.T) {
+	t.Helper()
+	key := keyOf(&corev1.Secret{}, true)
+	binding := func() map[string]string {
+		secret := &corev1.Secret{}
+		if err := tb.host.Get(ctx, key, secret); err != nil {
+			t.Fatal(err)
+		}
+		return secret.Annotations
+	}
+	fc := &v1beta1.FederatedCluster{}
+	if err := tb.host.Get(ctx, client.ObjectKey{Name: "member-1"}, fc); err != nil {
+		t.Fatal(err)
+	}
+	want := registration.CredentialsBinding(fc.Name, fc.Spec.APIEndpoint, fc.Spec.CABundle)
+	if got := binding(); !maps.Equal(got, want) {
+		t.Fatalf("credentials Secret annotations = %v, want the binding %v", got, want)
+	}
+	old := &corev1.Secret{}
+	old.Namespace, old.Name = key.Namespace, key.Name
+	if err := tb.host.Patch(ctx, old, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":null}}`))); err != nil {
+		t.Fatal(err)
+	}
+	tb.mustRun(t, join.NewCommand, "--wait=false", "--region", "eu", "--zone", "eu-a", "--label", "env=test")
+	if got := binding(); !maps.Equal(got, want) {
+		t.Errorf("after joining again, the credentials Secret annotations = %v, want the binding %v", got, want)
+	}
 }
 
 type testBed struct {
