@@ -74,8 +74,10 @@ func startCluster(ctx context.Context, e *env, root, name string, resume bool) (
 
 // serve starts the kube-apiserver and waits until it is ready, then the
 // controller-manager if it does not run. When the port turns out to be
-// taken, it tries again: on a new port when rebind is set (a new cluster),
-// else on the same port after a pause (a restart, whose clients know the port).
+// taken (the kube-apiserver exits with "address already in use"), it tries
+// again, bindAttempts times in all: on a new port when rebind is set (a new
+// cluster), else on the same port after a pause (a restart, whose clients
+// know the port).
 func (c *Cluster) serve(ctx context.Context, rebind bool) error {
 	for attempt := 1; ; attempt++ {
 		if rebind {
@@ -87,8 +89,14 @@ func (c *Cluster) serve(ctx context.Context, rebind bool) error {
 		if err == nil {
 			return c.startControllerManager(ctx)
 		}
-		if !errors.Is(err, errAddrInUse) || attempt == bindAttempts {
+		if !errors.Is(err, errAddrInUse) {
 			return err
+		}
+		if attempt == bindAttempts && rebind {
+			return fmt.Errorf("%d free ports in a row were taken by other programs before kube-apiserver %s could bind them: %w", bindAttempts, c.Name, err)
+		}
+		if attempt == bindAttempts {
+			return fmt.Errorf("port %d of kube-apiserver %s stayed taken by another program for %d attempts: %w", c.port, c.Name, bindAttempts, err)
 		}
 		if rebind {
 			continue
@@ -106,7 +114,7 @@ func (c *Cluster) serve(ctx context.Context, rebind bool) error {
 // bind gives the cluster a new free port, and the endpoint, config and
 // kubeconfig that go with it.
 func (c *Cluster) bind() error {
-	port, err := freePort()
+	port, err := c.env.pickPort()
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,6 @@ import (
 	"time"
 )
 
-// bindAttempts is how often a kube-apiserver is started again when its port
-// turns out to be taken.
-const bindAttempts = 5
-
 // maxSocketPath is the longest path a unix socket may have on Linux.
 const maxSocketPath = 107
 

@@ -36,6 +36,7 @@ type env struct {
 	logs         *logSink
 	etcdURL      string
 	startTimeout time.Duration
+	pickPort     func() (int, error)
 	// resume: the data directory holds a federation started before.
 	resume bool
 }
@@ -59,7 +60,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
-	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, resume: resume}
+	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, resume: resume}
 	if err := f.start(ctx, e, o.memberNames); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
 	}

@@ -32,6 +32,9 @@ type options struct {
 	startTimeout    time.Duration
 	stopGracePeriod time.Duration
 	controllers     []string
+	// pickPort chooses each kube-apiserver's port (default freePort); tests
+	// replace it to hand out a port that is taken.
+	pickPort func() (int, error)
 }
 
 // WithMembers sets the number of member clusters (default 0).
@@ -91,7 +94,7 @@ func WithControllers(names ...string) Option {
 }
 
 func newOptions(opts []Option) (*options, error) {
-	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod, controllers: slices.Clone(DefaultControllers)}
+	o := &options{startTimeout: defaultStartTimeout, stopGracePeriod: defaultStopGracePeriod, controllers: slices.Clone(DefaultControllers), pickPort: freePort}
 	for _, opt := range opts {
 		opt(o)
 	}

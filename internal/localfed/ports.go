@@ -6,6 +6,11 @@ import (
 	"sync"
 )
 
+// bindAttempts is how often a kube-apiserver is started when its port turns
+// out to be taken: on a new port for a new cluster, on the same port for a
+// restart.
+const bindAttempts = 5
+
 // handedOut remembers the ports given to processes of this program, so that
 // two federations started at once never receive the same port.
 var handedOut = struct {
@@ -14,7 +19,9 @@ var handedOut = struct {
 }{ports: map[int]bool{}}
 
 // freePort asks the kernel for a free port on 127.0.0.1. The port is free when
-// it returns; another program may still take it before it is bound.
+// it returns, but released: another program (another test binary of
+// `go test ./...`) may take it before the kube-apiserver binds it. Then the
+// kube-apiserver exits saying so, and Cluster.serve starts it again.
 func freePort() (int, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()

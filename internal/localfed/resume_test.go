@@ -22,6 +22,7 @@ func TestResumeFromDataDir(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	stopAtEnd(t, first) // if the test fails before it stops it
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "survivor"}, Data: map[string]string{"k": "v"}}
 	if _, err := mustClient(t, first.Member("member-1")).CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("creating ConfigMap: %v", err)
@@ -31,21 +32,32 @@ func TestResumeFromDataDir(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 
-	if _, err := Start(ctx, WithMembers(2), WithDataDir(dir), WithControllers()); err == nil || !strings.Contains(err.Error(), "holds a federation of clusters") {
+	other, err := Start(ctx, WithMembers(2), WithDataDir(dir), WithControllers())
+	if other != nil {
+		stopAtEnd(t, other)
+	}
+	if err == nil || !strings.Contains(err.Error(), "holds a federation of clusters") {
 		t.Fatalf("Start with other clusters over the same data: %v, want a refusal", err)
 	}
 	again, err := Start(ctx, WithMembers(1), WithDataDir(dir), WithControllers())
 	if err != nil {
 		t.Fatalf("Start again: %v", err)
 	}
-	t.Cleanup(func() {
-		if err := again.Stop(); err != nil {
-			t.Errorf("Stop: %v", err)
-		}
-	})
+	stopAtEnd(t, again)
 	member := again.Member("member-1")
 	if string(member.CAData) != ca {
 		t.Errorf("the member's serving CA changed across the restart")
 	}
 	eventually(t, 30*time.Second, func() error { return getConfigMap(mustClient(t, member), cm.Name) })
+}
+
+// stopAtEnd stops fed when the test ends, whether it passed or not; a
+// federation stopped before is not stopped again.
+func stopAtEnd(t *testing.T, fed *Federation) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := fed.Stop(); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -40,12 +41,17 @@ func DeployDir() (string, error) {
 }
 
 // StartBed starts a bed with members members, its logs in dir. On error,
-// what was started is stopped.
+// what was started is stopped. It needs 127.0.0.1:443, for the admission
+// controller's webhooks: root or CAP_NET_BIND_SERVICE, and no other bed on
+// the machine; that and the binaries are checked before anything starts.
 func StartBed(ctx context.Context, dir string, members int) (*Bed, error) {
 	for _, name := range []string{Admission, Background, Reports, "helm"} {
 		if _, err := Binary(name); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkWebhookPort(net.Listen); err != nil {
+		return nil, err
 	}
 	bin, err := fedtest.Build(dir)
 	if err != nil {

@@ -8,5 +8,9 @@
 // ServiceAccount and environment its Deployments get from the Helm chart,
 // except that it reaches the API server through a kubeconfig and registers
 // its webhooks with --serverIP 127.0.0.1, so its webhook server listens on
-// 127.0.0.1:443 (one admission controller per machine at a time).
+// 127.0.0.1:443: one admission controller per machine at a time, and the
+// test must run as root or with CAP_NET_BIND_SERVICE in its ambient
+// capabilities (which the controller inherits) to bind a port below 1024.
+// Start and StartBed check that they can bind it before they start anything,
+// and fail saying so.
 package kyvernotest

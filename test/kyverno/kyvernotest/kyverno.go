@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,8 +20,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
-
-	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 const (
@@ -50,7 +48,10 @@ type Kyverno struct {
 // holds, and starts the admission, background and reports controllers
 // against it, each as its chart ServiceAccount (a token in a kubeconfig),
 // logging to files in dir. RBAC that policies need (deploy/kyverno/rbac.yaml)
-// is best created before, so that its aggregation is in place.
+// is best created before, so that its aggregation is in place. The admission
+// controller listens on 127.0.0.1:443: Start fails at once, saying so, when
+// this process may not bind it (not root, no CAP_NET_BIND_SERVICE) or
+// another program holds it.
 func Start(ctx context.Context, cfg *rest.Config, dir string) (*Kyverno, error) {
 	bins := map[string]string{}
 	for _, name := range []string{Admission, Background, Reports} {
@@ -59,6 +60,9 @@ func Start(ctx context.Context, cfg *rest.Config, dir string) (*Kyverno, error) 
 			return nil, err
 		}
 		bins[name] = bin
+	}
+	if err := checkWebhookPort(net.Listen); err != nil {
+		return nil, err
 	}
 	moduleDir, err := ModuleDir()
 	if err != nil {
@@ -76,11 +80,7 @@ func Start(ctx context.Context, cfg *rest.Config, dir string) (*Kyverno, error) 
 		if err != nil {
 			return nil, errors.Join(err, k.Stop())
 		}
-		args, err := c.args(kubeconfig)
-		if err != nil {
-			return nil, errors.Join(err, k.Stop())
-		}
-		p, err := startProcess(c.name, bins[c.binary], dir, c.env(), args)
+		p, err := startProcess(c.name, bins[c.binary], dir, c.env(), c.args(kubeconfig))
 		if err != nil {
 			return nil, errors.Join(err, k.Stop())
 		}
@@ -137,7 +137,7 @@ func controllers() []controller {
 		{name: "admission-controller", binary: Admission, deployment: "kyverno-admission-controller", flags: []string{
 			"--controllerRuntimeMetricsAddress", "0",
 			"--serverIP", "127.0.0.1",
-			// In serverIP mode the webhook URLs carry no port: 443.
+			// In serverIP mode the webhook URLs carry no port: 443 (webhookAddr).
 			"--webhookServerPort", "443",
 			"--caSecretName", caSecret,
 			"--tlsSecretName", tlsSecret,
@@ -149,20 +149,20 @@ func controllers() []controller {
 	}
 }
 
-// args are the controller's flags, with kubeconfig and a free metrics port
-// on 127.0.0.1. (The admission and background controllers also get
-// controller-runtime's metrics off, which would otherwise both bind :8080.)
-func (c controller) args(kubeconfig string) ([]string, error) {
-	port, err := fedtest.FreePort()
-	if err != nil {
-		return nil, err
-	}
+// args are the controller's flags, with kubeconfig and its metrics on
+// 127.0.0.1, port 0: the kernel picks a free port as the controller binds
+// it, so no other program can take it in between (a port chosen before and
+// handed over could be, and Kyverno exits when it cannot bind its metrics
+// port). Nothing reads Kyverno's metrics here. (The admission and background
+// controllers also get controller-runtime's metrics off, which would
+// otherwise both bind :8080.)
+func (c controller) args(kubeconfig string) []string {
 	return append([]string{
 		"--kubeconfig", kubeconfig,
 		"--metricsHost", "127.0.0.1",
-		"--metricsPort", strconv.Itoa(port),
+		"--metricsPort", "0",
 		"--disableLogColor",
-	}, c.flags...), nil
+	}, c.flags...)
 }
 
 // env is what the controller's Deployment in the chart puts in the

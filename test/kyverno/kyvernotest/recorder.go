@@ -134,6 +134,36 @@ func (r *Recorder) WaitLatest(ctx context.Context, name string, timeout time.Dur
 	}
 }
 
+// Hold watches the object name for window and fails with the first of its
+// versions, at or after position from, that does not satisfy ok: for a
+// state that must last, such as no new value after a heal. With window 0
+// it checks only the versions recorded so far.
+func (r *Recorder) Hold(ctx context.Context, name string, from int, window time.Duration, ok func(*unstructured.Unstructured) bool) error {
+	end := time.NewTimer(window)
+	defer end.Stop()
+	for ended := false; ; {
+		r.mu.Lock()
+		for ; from < len(r.versions); from++ {
+			if s := r.versions[from]; s.Obj.GetName() == name && !ok(s.Obj) {
+				r.mu.Unlock()
+				return fmt.Errorf("%s: a version seen at %s is not as it should stay: %v", name, s.At.Format(time.RFC3339Nano), describe(s.Obj))
+			}
+		}
+		changed := r.changed
+		r.mu.Unlock()
+		if ended {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-end.C:
+			ended = true // check what came meanwhile, once more
+		}
+	}
+}
+
 // Latest returns the latest version of the object name, if any was seen.
 func (r *Recorder) Latest(name string) (*unstructured.Unstructured, bool) {
 	r.mu.Lock()
