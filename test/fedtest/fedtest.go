@@ -15,15 +15,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
@@ -83,6 +86,9 @@ type Settings struct {
 // ControllerManager is a running `fedwarden controller-manager` (or `fedwarden
 // agent`, see StartAgent).
 type ControllerManager struct {
+	mu       sync.Mutex
+	expected []string // clusters refused on purpose (ExpectRefusals)
+
 	cmd        *exec.Cmd
 	done       chan struct{}
 	MetricsURL string
@@ -90,10 +96,13 @@ type ControllerManager struct {
 }
 
 // StartControllerManager runs the controller-manager against f's host,
-// logging to a file in dir.
+// logging to a file in dir. It may contact only loopback addresses
+// (--member-networks): a member endpoint anywhere else is refused before
+// any packet is sent, and Stop reports it as an error.
 func StartControllerManager(bin string, f *localfed.Federation, dir string, s Settings) (*ControllerManager, error) {
 	return start(bin, dir, "controller-manager", append([]string{"controller-manager",
 		"--kubeconfig", f.Host.Kubeconfig,
+		"--member-networks", egress.Loopback.String(),
 		"--health-probe-bind-address", "0",
 		"--cluster-health-period", s.ProbePeriod.String(),
 		"--cluster-health-timeout", s.ProbeTimeout.String(),
@@ -108,33 +117,67 @@ func StartAgent(bin, dir string, args ...string) (*ControllerManager, error) {
 	return start(bin, dir, "agent", append([]string{"agent", "--health-probe-bind-address", "0"}, args...))
 }
 
-// start runs bin with args and a metrics endpoint on a free port, logging
-// to dir/<name>-<port>.log.
+// start runs bin with args and a metrics endpoint on 127.0.0.1, logging to
+// dir/<name>-<port>.log, and waits until it serves its metrics. The port was
+// free a moment before, but another program (another test binary of
+// `go test ./...`) may take it before the process binds it: then the process
+// exits with "address already in use" and start runs it again on another
+// port, a few times before it gives up.
 func start(bin, dir, name string, args []string) (*ControllerManager, error) {
-	port, err := FreePort()
-	if err != nil {
-		return nil, err
+	const (
+		attempts = 5
+		// serving is what controller-runtime logs once it has bound the port.
+		serving = "Serving metrics server"
+		timeout = 2 * time.Minute
+	)
+	tail := func(log []byte) []byte { return log[max(0, len(log)-4096):] }
+	for attempt := 1; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, port))
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			return nil, fmt.Errorf("creating the %s log: %w", name, err)
+		}
+		cmd := exec.Command(bin, append(slices.Clone(args), "--metrics-bind-address", addr)...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			logFile.Close()
+			return nil, fmt.Errorf("starting the %s: %w", name, err)
+		}
+		cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: "http://" + addr + "/metrics", LogPath: logPath}
+		go func() {
+			_ = cmd.Wait()
+			logFile.Close()
+			close(cm.done)
+		}()
+		deadline := time.After(timeout)
+		for exited := false; !exited; {
+			select {
+			case <-cm.done: // the whole log is written: read it once more
+				exited = true
+			case <-deadline:
+				cm.Kill()
+				log, _ := os.ReadFile(logPath)
+				return nil, fmt.Errorf("the %s did not serve metrics on %s within %s; its log %s ends with:\n%s", name, addr, timeout, logPath, tail(log))
+			case <-time.After(100 * time.Millisecond):
+			}
+			if log, _ := os.ReadFile(logPath); bytes.Contains(log, []byte(serving)) {
+				return cm, nil
+			}
+		}
+		log, _ := os.ReadFile(logPath)
+		if !bytes.Contains(log, []byte(addr+": bind: address already in use")) {
+			return nil, fmt.Errorf("the %s exited before serving metrics on %s; its log %s ends with:\n%s", name, addr, logPath, tail(log))
+		}
+		if attempt == attempts {
+			return nil, fmt.Errorf("the %s could not bind its metrics port: %d free ports in a row were taken by other programs first; its last log %s ends with:\n%s", name, attempts, logPath, tail(log))
+		}
 	}
-	logPath := filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, port))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, fmt.Errorf("creating the %s log: %w", name, err)
-	}
-	args = append(args, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(port))
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting the %s: %w", name, err)
-	}
-	cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), LogPath: logPath}
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(cm.done)
-	}()
-	return cm, nil
 }
 
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
@@ -143,17 +186,59 @@ func (cm *ControllerManager) Kill() {
 	<-cm.done
 }
 
-// Stop ends the controller-manager with SIGTERM, killing it after 15 s.
+// Stop ends the controller-manager with SIGTERM, killing it after 15 s. It
+// also returns an error when the controller-manager refused to contact an
+// address outside loopback (see StartControllerManager), for a cluster that
+// ExpectRefusals does not name: some test stored an endpoint that a test
+// must never reach.
 func (cm *ControllerManager) Stop() error {
 	_ = cm.cmd.Process.Signal(syscall.SIGTERM)
+	var err error
 	select {
 	case <-cm.done:
-		return nil
 	case <-time.After(15 * time.Second):
 		_ = cm.cmd.Process.Kill()
 		<-cm.done
-		return errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
+		err = errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
 	}
+	return errors.Join(err, cm.UnexpectedRefusals())
+}
+
+// ExpectRefusals names clusters whose endpoints a test placed outside
+// loopback on purpose, to see them refused.
+func (cm *ControllerManager) ExpectRefusals(clusters ...string) {
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	cm.expected = append(cm.expected, clusters...)
+}
+
+// refusedCluster finds the cluster of a refusal in a log line (JSON or
+// console encoding).
+var refusedCluster = regexp.MustCompile(`"cluster"\s*[:=]\s*"([^"]*)"`)
+
+// UnexpectedRefusals returns an error naming each refusal in the log of a
+// cluster ExpectRefusals did not name, or nil.
+func (cm *ControllerManager) UnexpectedRefusals() error {
+	data, err := os.ReadFile(cm.LogPath)
+	if err != nil {
+		return fmt.Errorf("reading the log to look for refused connections: %w", err)
+	}
+	cm.mu.Lock()
+	defer cm.mu.Unlock()
+	var bad []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.Contains(line, egress.RefusedMessage) {
+			continue
+		}
+		if m := refusedCluster.FindStringSubmatch(line); m != nil && slices.Contains(cm.expected, m[1]) {
+			continue
+		}
+		bad = append(bad, line)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("a test made the controller-manager try to reach a member outside loopback (refused, nothing was sent); store only 127.0.0.1 endpoints in tests:\n%s", strings.Join(bad, "\n"))
 }
 
 // PID is the controller-manager's process id.
@@ -218,7 +303,10 @@ func (cm *ControllerManager) scrape(ctx context.Context, each func(line string))
 	return sc.Err()
 }
 
-// FreePort returns a port on 127.0.0.1 that was free a moment ago.
+// FreePort returns a port on 127.0.0.1 that was free a moment ago. It is
+// released: another program may take it before the caller binds it, so a
+// caller that hands it to a process must start the process again on another
+// port when it exits with "address already in use", as start does.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
