@@ -24,6 +24,7 @@ import (
 const conformance = "../conformance"
 
 func TestCRDsAreEstablishedAndServed(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	ctx := t.Context()
 	c := hostClient(t)
@@ -65,6 +66,7 @@ func crdCondition(c *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1
 // TestSpecificationCPVExample writes the specification's CPV example, its
 // status through the status subresource, and reads both back unchanged.
 func TestSpecificationCPVExample(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	ctx := t.Context()
 	c := hostClient(t)
@@ -87,6 +89,7 @@ func TestSpecificationCPVExample(t *testing.T) {
 // TestKubeFedExamples applies KubeFed's own example manifests, for the kinds
 // the host serves without enabling a type, and reads them back unchanged.
 func TestKubeFedExamples(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	ctx := t.Context()
 	c := hostClient(t)

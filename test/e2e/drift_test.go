@@ -100,6 +100,7 @@ const imagePath = "/spec/template/spec/containers/0/image"
 // reported with the path and who made it, and written back; the other
 // member is not touched.
 func TestDriftEnforcedIsHealed(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -133,6 +134,7 @@ func TestDriftEnforcedIsHealed(t *testing.T) {
 // manager, since when), the DRIFTED counts and an Event; a new
 // kubefed.io/resync value then writes it back.
 func TestDriftAlertIsReportedThenResynced(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -202,6 +204,7 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 // A copy deleted in a member is recreated under Enforce; under Alert it is
 // reported Missing and left deleted.
 func TestDriftDeletedCopy(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -236,6 +239,7 @@ func TestDriftDeletedCopy(t *testing.T) {
 // ignorePaths are never drift: an edit there stays, the CPV stays InSync,
 // and nothing is written.
 func TestDriftIgnorePaths(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -263,6 +267,7 @@ func TestDriftIgnorePaths(t *testing.T) {
 // through a minute of periodic resyncs, and Fedwarden writes nothing: not
 // the member copies, not the CPV.
 func TestDefaultedDeploymentStaysInSync(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)

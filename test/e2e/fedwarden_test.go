@@ -11,13 +11,49 @@ import (
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
-// Probe settings of the controller-managers the tests run: short, so that
-// transitions happen in seconds.
-const (
-	probePeriod      = 2 * time.Second
-	probeTimeout     = 2 * time.Second
-	failureThreshold = 3
+// loadSlack is how much longer than its settings allow a step may take on
+// a loaded machine (two cores shared with other work). The waits end as soon
+// as the state is seen: only a failing test waits this long.
+const loadSlack = time.Minute
+
+// probeSettings are the health-probe flags of a controller-manager the
+// tests run. Each test bed chooses its own; the tests derive their waits
+// from the settings of the controller-manager they run against.
+type probeSettings struct {
+	period, timeout  time.Duration
+	failureThreshold int
+}
+
+var (
+	// steadyProbes are the shared test bed's: a probe may take ten seconds
+	// and six must fail in a row, so that members starved of CPU for half a
+	// minute stay Ready and the steady-state tests see no flapping. A new
+	// cluster still gets its first verdict at once.
+	steadyProbes = probeSettings{period: 2 * time.Second, timeout: 10 * time.Second, failureThreshold: 6}
+	// quickProbes are for the test beds that stop a member and wait for it
+	// to go Offline: three failed probes, two seconds apart. A stopped
+	// kube-apiserver refuses connections at once, so the long timeout does
+	// not slow that down; it only keeps a slow answer from counting as a
+	// failure.
+	quickProbes = probeSettings{period: 2 * time.Second, timeout: 10 * time.Second, failureThreshold: 3}
 )
+
+// probesWithin is how long n probes in a row may take, each after a period
+// and up to the timeout, plus loadSlack: a bound for waiting on a verdict
+// that takes n probes.
+func (p probeSettings) probesWithin(n int) time.Duration {
+	return time.Duration(n)*(p.period+p.timeout) + loadSlack
+}
+
+// failedWithin is how long a Ready cluster whose probes start failing may
+// take to be marked not Ready: the failure threshold's probes.
+func (p probeSettings) failedWithin() time.Duration { return p.probesWithin(p.failureThreshold) }
+
+// fedtest returns the settings for fedtest.StartControllerManager, with
+// more flags.
+func (p probeSettings) fedtest(args ...string) fedtest.Settings {
+	return fedtest.Settings{ProbePeriod: p.period, ProbeTimeout: p.timeout, FailureThreshold: p.failureThreshold, Args: args}
+}
 
 // fedwardenBin is the fedwarden binary built for this test run.
 var fedwardenBin string
@@ -69,19 +105,18 @@ func unjoinArgs(f *localfed.Federation, m *localfed.Cluster, name string, extra 
 type controllerManager struct {
 	*fedtest.ControllerManager
 	logPath string
+	// probes are its health-probe settings.
+	probes probeSettings
 }
 
 // startControllerManager runs the controller-manager against f's host with
-// the tests' probe settings and more flags, logging to a file in dir.
-func startControllerManager(f *localfed.Federation, dir string, args ...string) (*controllerManager, error) {
-	cm, err := fedtest.StartControllerManager(fedwardenBin, f, dir, fedtest.Settings{
-		ProbePeriod: probePeriod, ProbeTimeout: probeTimeout, FailureThreshold: failureThreshold,
-		Args: args,
-	})
+// the probe settings and more flags, logging to a file in dir.
+func startControllerManager(f *localfed.Federation, dir string, probes probeSettings, args ...string) (*controllerManager, error) {
+	cm, err := fedtest.StartControllerManager(fedwardenBin, f, dir, probes.fedtest(args...))
 	if err != nil {
 		return nil, err
 	}
-	return &controllerManager{ControllerManager: cm, logPath: cm.LogPath}, nil
+	return &controllerManager{ControllerManager: cm, logPath: cm.LogPath, probes: probes}, nil
 }
 
 // stop ends the controller-manager.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -28,11 +29,13 @@ import (
 
 const kubefedExamples = "../conformance/kubefed-v0.10.0"
 
-// kubectl runs kubectl against a kubeconfig, as a user would.
+// kubectl runs kubectl against a kubeconfig, as a user would: the kubectl
+// make tools builds, of the tests' Kubernetes version, not whichever one is
+// on the PATH.
 func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.CommandContext(t.Context(), kubectlPath(t), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
@@ -40,23 +43,50 @@ func kubectl(t *testing.T, kubeconfig string, args ...string) string {
 	return out.String()
 }
 
+// kubectlPath is bin/kubectl, in the directory of the other Kubernetes
+// binaries (FEDWARDEN_BIN_DIR, else bin/ of the module); the test fails if
+// it is missing.
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	dir, err := localfed.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "kubectl")
+	switch info, err := os.Stat(path); {
+	case err != nil:
+		t.Fatalf("kubectl, which this test runs as a user would: %v (build it with make tools, or set FEDWARDEN_BIN_DIR to a directory that has it)", err)
+	case info.IsDir() || info.Mode().Perm()&0o111 == 0:
+		t.Fatalf("%s is not an executable file", path)
+	}
+	return path
+}
+
 // KubeFed's own sample, applied unchanged with kubectl to a federation whose
 // members are named as in KubeFed's docs, gives exactly the expected object
 // in each member. This test changes a FederatedNamespace's placement, so it
 // has a test bed of its own.
 func TestKubeFedSample1(t *testing.T) {
+	skipInShortMode(t)
+	kubectlPath(t) // no kubectl, no test bed to start
 	t.Parallel()
 	bed, err := localfed.Start(t.Context(), localfed.WithMemberNames("cluster1", "cluster2"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
-	t.Cleanup(func() { _ = bed.Stop() })
-	manager, err := startControllerManager(bed, t.TempDir())
+	t.Cleanup(func() {
+		if err := bed.Stop(); err != nil {
+			t.Errorf("stopping the test bed: %v", err)
+		}
+	})
+	manager, err := startControllerManager(bed, t.TempDir(), steadyProbes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = manager.stop()
+		if err := manager.stop(); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() {
 			dumpLog(manager.logPath)
 		}

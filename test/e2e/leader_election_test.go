@@ -66,6 +66,7 @@ func leaseHolder(ctx context.Context, host client.Client) (string, error) {
 // what changed meanwhile. This test kills a controller-manager, so it has a
 // test bed of its own.
 func TestLeaderElectionTakeover(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	f, err := localfed.Start(t.Context(), localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
@@ -82,7 +83,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 
 	var replicas [2]*controllerManager
 	for i := range replicas {
-		cm, err := startControllerManager(f, t.TempDir())
+		cm, err := startControllerManager(f, t.TempDir(), steadyProbes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +133,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 	}
 	// The reconcile that wrote the CPV is counted once it returns, a moment
 	// after the write.
-	eventually(t, 10*time.Second, "the leader to count its reconciles of "+propagationController, func(context.Context) (bool, string) {
+	eventually(t, 30*time.Second, "the leader to count its reconciles of "+propagationController, func(context.Context) (bool, string) {
 		n, _ := leader.series(t, "controller_runtime_reconcile_total", fmt.Sprintf("controller=%q", propagationController))
 		return n > 0, fmt.Sprint(n)
 	})

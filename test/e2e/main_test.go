@@ -28,6 +28,11 @@ import (
 // resyncPeriod is the shared test bed's --resync-period.
 const resyncPeriod = 5 * time.Second
 
+// memberListTimeout is the shared test bed's --member-list-timeout: long,
+// so that a test can tell an answer that comes at once from one that waits
+// for it, with room for a loaded machine.
+const memberListTimeout = 2 * time.Minute
+
 // fed is the test bed shared by the tests of this package: a host and two
 // members, and cm, a controller-manager working on it. Tests that stop or
 // restart a cluster start a test bed of their own.
@@ -46,8 +51,10 @@ func run(m *testing.M) int {
 	// controller-manager's logs are in its own file.
 	ctrllog.SetLogger(logr.Discard())
 	if testing.Short() {
-		fmt.Println("skipping end-to-end tests in -short mode")
-		return 0
+		// No test bed: every test skips itself (skipInShortMode), and says
+		// so with -v.
+		fmt.Fprintln(os.Stderr, shortModeReason)
+		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "fedwarden-e2e-")
 	if err != nil {
@@ -64,25 +71,47 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "starting the local federation: %v\n", err)
 		return 1
 	}
-	defer func() {
-		if err := fed.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping the local federation: %v\n", err)
-		}
-	}()
 	// A short resync period, so that the steady-state tests see periodic
 	// resyncs (which must write nothing).
-	if cm, err = startControllerManager(fed, dir, "--resync-period", resyncPeriod.String()); err != nil {
+	if cm, err = startControllerManager(fed, dir, steadyProbes, "--resync-period", resyncPeriod.String(), "--member-list-timeout", memberListTimeout.String()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return stopFederation(1)
 	}
 	code := m.Run()
+	// The controller-manager's Stop fails when it did not stop cleanly, or
+	// did something no test may make it do (such as dialing a member
+	// outside loopback): that fails the run, even if every test passed.
 	if err := cm.stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "FAIL: stopping the shared test bed's controller-manager: %v\n", err)
+		code = 1
 	}
 	if code != 0 {
 		dumpLog(cm.logPath)
 	}
+	return stopFederation(code)
+}
+
+// stopFederation stops the shared test bed and returns code, or 1 if the
+// bed did not stop cleanly.
+func stopFederation(code int) int {
+	if err := fed.Stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		return 1
+	}
 	return code
+}
+
+// shortModeReason says why the tests of this package skip in -short mode.
+const shortModeReason = "skipped in -short mode: the end-to-end tests start kube-apiservers and take minutes; " +
+	"run go test without -short to run them (make test-unit passes -short to leave them out)"
+
+// skipInShortMode skips the test in -short mode, in which TestMain starts
+// no test bed. Every test of this package calls it first.
+func skipInShortMode(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(shortModeReason)
+	}
 }
 
 // dumpLog copies the tail of a log to stderr, for a failed run.
@@ -102,6 +131,9 @@ func dumpLog(path string) {
 // unstructured objects of any kind the host serves.
 func hostClient(t *testing.T) client.Client {
 	t.Helper()
+	// Tests that reach the shared test bed only through here skip in
+	// -short mode even if they do not call skipInShortMode first.
+	skipInShortMode(t)
 	return newClient(t, fed.Host.Config)
 }
 
@@ -109,28 +141,31 @@ func hostClient(t *testing.T) client.Client {
 // CRDs and the core.kubefed.io types, and any other kind as unstructured.
 func newClient(t *testing.T, cfg *rest.Config) client.Client {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := typesv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := buildClient(cfg)
 	if err != nil {
-		t.Fatalf("creating a client of %s: %v", cfg.Host, err)
+		t.Fatal(err)
 	}
 	return c
 }
 
+// buildClient is newClient for code that has no test to fail.
+func buildClient(cfg *rest.Config) (client.Client, error) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client of %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
 func discoveryClient(t *testing.T) *discovery.DiscoveryClient {
 	t.Helper()
+	skipInShortMode(t)
 	dc, err := discovery.NewDiscoveryClientForConfig(fed.Host.Config)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 // member is back, it finishes the job. This test stops clusters, so it has a
 // test bed of its own.
 func TestMemberOfflineAndBack(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	bed, err := localfed.Start(t.Context(), localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
@@ -28,7 +30,9 @@ func TestMemberOfflineAndBack(t *testing.T) {
 			t.Errorf("stopping the test bed: %v", err)
 		}
 	})
-	manager, err := startControllerManager(bed, t.TempDir())
+	// This test needs quick Offline detection, and chooses the settings.
+	probes := quickProbes
+	manager, err := startControllerManager(bed, t.TempDir(), probes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,16 +52,27 @@ func TestMemberOfflineAndBack(t *testing.T) {
 	host := newClient(t, bed.Host.Config)
 	down, up := bed.Members[0], bed.Members[1]
 
+	failedBefore := manager.failedProbes(t, down.Name)
+	killing := time.Now()
 	if err := down.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
-	waitForCondition(t, host, down.Name, corev1beta1.ClusterOffline, metav1.ConditionTrue, corev1beta1.ReasonClusterUnreachable, time.Duration(failureThreshold+3)*probePeriod+10*time.Second)
-	// The threshold holds: it takes failureThreshold failed probes, one per
-	// period, and the first may come right after the kill (half a period of
-	// slack for scheduling).
-	if took := time.Since(killed); took < time.Duration(failureThreshold-1)*probePeriod-probePeriod/2 {
-		t.Errorf("%s went Offline %s after it was killed, sooner than %d failed probes allow", down.Name, took, failureThreshold)
+	waitForCondition(t, host, down.Name, corev1beta1.ClusterOffline, metav1.ConditionTrue, corev1beta1.ReasonClusterUnreachable, probes.failedWithin())
+	took := time.Since(killing)
+	// The threshold holds: it took failureThreshold failed probes in a
+	// row. Counted when Offline is first seen, they are at least that many
+	// (one more probe may have come since, never one fewer).
+	if failed := manager.failedProbes(t, down.Name); failed < float64(probes.failureThreshold) {
+		t.Errorf("%s went Offline after %v failed probes, want at least %d", down.Name, failed, probes.failureThreshold)
+	}
+	// And in time: probes of a cluster start at least a period apart, one
+	// after another. The first failed one may have been in flight when the
+	// member was killed, the second started after: Offline comes at least
+	// failureThreshold-2 periods after the kill (a load only makes that
+	// longer). Unless a probe had failed before the kill: then the streak
+	// may have begun earlier, and only the count above proves the threshold.
+	if least := time.Duration(probes.failureThreshold-2)*probes.period - probes.period/2; failedBefore == 0 && took < least {
+		t.Errorf("%s went Offline %s after it was killed, sooner than %d failed probes %s apart allow (%s)", down.Name, took, probes.failureThreshold, probes.period, least)
 	}
 	if got, err := clusterCondition(t.Context(), host, up.Name, corev1beta1.ClusterReady); err != nil || got.status != metav1.ConditionTrue {
 		t.Errorf("%s: Ready = %+v (%v) while %s is down", up.Name, got, err, down.Name)
@@ -66,7 +81,7 @@ func TestMemberOfflineAndBack(t *testing.T) {
 	if err := down.Restart(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	waitForCondition(t, host, down.Name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, 3*probePeriod+10*time.Second)
+	waitForCondition(t, host, down.Name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, probes.probesWithin(1))
 
 	// Unjoin with the member down: the host side goes, the member side stays.
 	if err := down.Kill(); err != nil {
@@ -101,4 +116,14 @@ func TestMemberOfflineAndBack(t *testing.T) {
 		}
 		return true, ""
 	})
+}
+
+// failedProbes is how many probes of cluster failed, whatever the outcome,
+// since the controller-manager started.
+func (cm *controllerManager) failedProbes(t *testing.T, cluster string) float64 {
+	t.Helper()
+	const series = "fedwarden_cluster_probe_duration_seconds_count"
+	all, _ := cm.series(t, series, fmt.Sprintf("cluster=%q", cluster))
+	ready, _ := cm.series(t, series, fmt.Sprintf("cluster=%q", cluster), `outcome="ready"`)
+	return all - ready
 }

@@ -21,6 +21,7 @@ import (
 // TestKubectlColumns asks the host for tables, as `kubectl get` does, and
 // checks the columns users see and the values in them.
 func TestKubectlColumns(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	c := hostClient(t)
 	ns := testNamespace(t, c)
@@ -133,6 +134,7 @@ func getTable(t *testing.T, gv schema.GroupVersion, namespace, resource, name st
 // resolves `kubectl get cpv`. Discovery is published a moment after a CRD is
 // Established, so the test waits for it.
 func TestShortNames(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	want := map[string]string{
 		"fcl": "federatedclusters", "ftc": "federatedtypeconfigs", "cpv": "clusterpropagatedversions",

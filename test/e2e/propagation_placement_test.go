@@ -212,6 +212,7 @@ func cpvClusterNames(cpv *typesv1beta1.ClusterPropagatedVersion) []string {
 // labels member-1 region-1 and member-2 region-2, both tier=gold); an empty
 // list of names picks none, even beside a selector.
 func TestPlacementSelectsClusters(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -267,6 +268,7 @@ func TestPlacementSelectsClusters(t *testing.T) {
 // A cluster dropped from the placement loses its copy and its CPV entry;
 // the cluster that stays keeps its copy untouched.
 func TestPlacementDropRemovesCopy(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -298,6 +300,7 @@ func TestPlacementDropRemovesCopy(t *testing.T) {
 // Deleting a FederatedDeployment deletes its copies in every member before
 // it goes (the finalizer holds it), and its CPV goes with it.
 func TestDeletionDeletesCopies(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -330,6 +333,7 @@ func TestDeletionDeletesCopies(t *testing.T) {
 // With kubefed.io/orphan: "true", deleting a FederatedDeployment leaves its
 // copies in the members as they are.
 func TestOrphanKeepsCopies(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -363,6 +367,7 @@ func TestOrphanKeepsCopies(t *testing.T) {
 // A member object of the same name that Fedwarden does not manage is left
 // alone and reported, until the FederatedDeployment opts in to adopting it.
 func TestAdoption(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -421,6 +426,7 @@ func TestAdoption(t *testing.T) {
 // An override that does not apply to the template fails its cluster only,
 // with a message naming the override; fixing it heals the cluster.
 func TestBadOverridePath(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -465,6 +471,7 @@ func TestBadOverridePath(t *testing.T) {
 // namespace is created there, marked as created for propagation, and only
 // in the members the object is placed on.
 func TestNamespaceCreatedInMember(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)
@@ -488,6 +495,7 @@ func TestNamespaceCreatedInMember(t *testing.T) {
 // member Deployment's replica counts. The members run no scheduler or
 // kubelet: their pods are created but never ready.
 func TestStatusCollection(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)

@@ -13,30 +13,49 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
-var deploymentsEnabled sync.Once
+// deploymentsEnabled creates the FederatedTypeConfig of Deployments, in
+// KubeFed's shape, in the shared test bed, once for all tests, and returns
+// why it could not. Every test that calls enableDeployments fails on that
+// error, not only the first.
+var deploymentsEnabled = sync.OnceValue(func() error {
+	ftc := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(deploymentsTypeConfig), &ftc.Object); err != nil {
+		return fmt.Errorf("decoding the FederatedTypeConfig: %w", err)
+	}
+	host, err := buildClient(fed.Host.Config)
+	if err != nil {
+		return err
+	}
+	// Not a test's context: the FederatedTypeConfig serves every test.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := host.Create(ctx, ftc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the FederatedTypeConfig: %w", err)
+	}
+	return nil
+})
 
-// enableDeployments creates the FederatedTypeConfig of Deployments, in
-// KubeFed's shape, once, and waits until its controller runs.
+// enableDeployments enables Deployments in the shared test bed (once for
+// all tests) and waits until their propagation controller runs.
 func enableDeployments(t *testing.T) {
 	t.Helper()
 	joinedMembers(t)
+	if err := deploymentsEnabled(); err != nil {
+		t.Fatalf("enabling Deployments in the shared test bed: %v", err)
+	}
 	host := hostClient(t)
-	deploymentsEnabled.Do(func() {
-		ftc := decode(t, deploymentsTypeConfig)
-		if err := host.Create(t.Context(), ftc); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating the FederatedTypeConfig: %v", err)
-		}
-	})
-	eventually(t, 30*time.Second, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
+	eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
 			return false, err.Error()
@@ -92,6 +111,7 @@ func memberDeployment(t *testing.T, member int, namespace, name string) *appsv1.
 }
 
 func TestTemplateAndOverrideVersions(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	enableDeployments(t)
 	host := hostClient(t)

@@ -34,6 +34,8 @@ type schedBed struct {
 	host    client.Client
 	members map[string]client.Client
 	cm      *fedtest.ControllerManager
+	// probes are cm's health-probe settings.
+	probes probeSettings
 }
 
 // The members of the scheduling bed, their regions, and the CPUs their one
@@ -62,11 +64,9 @@ func startSchedBed(t *testing.T) *schedBed {
 			t.Errorf("stopping the test bed: %v", err)
 		}
 	})
-	bed := &schedBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}}
-	cm, err := fedtest.StartControllerManager(fedwardenBin, f, t.TempDir(), fedtest.Settings{
-		ProbePeriod: probePeriod, ProbeTimeout: probeTimeout, FailureThreshold: failureThreshold,
-		Args: []string{"--capacity-debounce", "200ms"},
-	})
+	// testOffline stops a member and waits until it is not Ready.
+	bed := &schedBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, probes: quickProbes}
+	cm, err := fedtest.StartControllerManager(fedwardenBin, f, t.TempDir(), bed.probes.fedtest("--capacity-debounce", "200ms"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +206,7 @@ func waitForScheduled(t *testing.T, c client.Client, namespace, name string, sta
 }
 
 func TestScheduling(t *testing.T) {
+	skipInShortMode(t)
 	bed := startSchedBed(t)
 	t.Run("group", func(t *testing.T) {
 		t.Run("ReplicaDivisionByWeight", bed.testWeights)
@@ -320,15 +321,16 @@ func (b *schedBed) testCapacity(t *testing.T) {
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("east-2 is full, yet reading its Deployment gives %v", err)
 	}
-	events := &corev1.EventList{}
-	if err := b.host.List(t.Context(), events, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
-		return e.Reason == typesv1beta1.ReasonScheduled && e.InvolvedObject.Name == "big" && strings.Contains(e.Message, "east-2: Capacity")
-	}) {
-		t.Errorf("no Scheduled Event explains the decision for big: %v", events.Items)
-	}
+	// The Event is recorded a moment after the decision is written.
+	eventually(t, 30*time.Second, "a Scheduled Event explaining the decision for big", func(ctx context.Context) (bool, string) {
+		events := &corev1.EventList{}
+		if err := b.host.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Reason == typesv1beta1.ReasonScheduled && e.InvolvedObject.Name == "big" && strings.Contains(e.Message, "east-2: Capacity")
+		}), fmt.Sprint(events.Items)
+	})
 }
 
 // Once scheduled, a change that changes no decision (a Node's allocatable
@@ -367,16 +369,23 @@ func (b *schedBed) testNoChurn(t *testing.T) {
 	}
 }
 
-// stableSnapshot waits until two snapshots in a row (polled 200 ms apart)
-// are equal, and returns it.
+// stableSnapshot waits until the snapshots have not changed for steadyFor,
+// over at least three polls (one unchanged pair of polls, 200 ms apart, can
+// fall between a write and the next), and returns it.
 func (b *schedBed) stableSnapshot(t *testing.T, namespace string) map[string]string {
 	t.Helper()
-	var last map[string]string
-	eventually(t, 30*time.Second, "the namespace's objects to stop changing", func(context.Context) (bool, string) {
+	var (
+		last  map[string]string
+		since time.Time
+		polls int
+	)
+	eventually(t, time.Minute, fmt.Sprintf("the namespace's objects to stop changing for %s", steadyFor), func(context.Context) (bool, string) {
 		now := b.snapshot(t, namespace)
-		same := last != nil && maps.Equal(last, now)
-		last = now
-		return same, fmt.Sprint(now)
+		if last == nil || !maps.Equal(last, now) {
+			last, since, polls = now, time.Now(), 0
+		}
+		polls++
+		return polls >= 3 && time.Since(since) >= steadyFor, fmt.Sprint(now)
 	})
 	return last
 }
@@ -424,7 +433,7 @@ func (b *schedBed) testOffline(t *testing.T) {
 	if err := b.Member("west-1").Kill(); err != nil {
 		t.Fatalf("stopping west-1: %v", err)
 	}
-	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, time.Duration(failureThreshold+3)*probePeriod+10*time.Second)
+	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, b.probes.failedWithin())
 	waitForDecision(t, b.host, ns, "rebalance-true", map[string]int32{"east-1": 10, "west-1": 0})
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-true", 10)
 	cpv := waitForDecision(t, b.host, ns, "rebalance-false", map[string]int32{"east-1": 4, "west-1": 6})
@@ -432,7 +441,7 @@ func (b *schedBed) testOffline(t *testing.T) {
 	if err := b.Member("west-1").Restart(t.Context()); err != nil {
 		t.Fatalf("restarting west-1: %v", err)
 	}
-	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, 60*time.Second)
+	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, b.probes.probesWithin(1))
 	waitForDecision(t, b.host, ns, "rebalance-true", map[string]int32{"east-1": 4, "west-1": 6})
 	b.waitForMemberReplicas(t, "west-1", ns, "rebalance-true", 6)
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-true", 4)

@@ -23,6 +23,7 @@ import (
 // (SIGINT) stops every process it started. Run again on the same
 // --data-dir, it comes back with what it had.
 func TestUp(t *testing.T) {
+	skipInShortMode(t)
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "up")
 	first := startUp(t, dir)
