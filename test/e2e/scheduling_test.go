@@ -312,6 +312,7 @@ func (b *schedBed) testCapacity(t *testing.T) {
 	if err := west.Status().Update(t.Context(), quota); err != nil {
 		t.Fatalf("writing the quota's status: %v", err)
 	}
+	b.waitForCapacityMeasured(t, ns)
 	createObject(t, b.host, workload(t, ns, "big", 6, "1", "  placement: {clusterSelector: {}}"))
 	waitForDecision(t, b.host, ns, "big", map[string]int32{"east-1": -1})
 	waitForScheduled(t, b.host, ns, "big", metav1.ConditionTrue,
@@ -416,6 +417,49 @@ func (b *schedBed) snapshot(t *testing.T, namespace string) map[string]string {
 		}
 	}
 	return out
+}
+
+// waitForCapacityMeasured waits until the controller has measured the
+// members' room for pods of namespace, Nodes and quota: until a canary
+// workload like testCapacity's gets east-1 alone in its first decision. A
+// cluster not measured yet is never ruled out (the Capacity plugin), and a
+// copy placed there is then kept (docs/scheduling.md, "Copies are kept"):
+// a canary placed too early is deleted and created again.
+func (b *schedBed) waitForCapacityMeasured(t *testing.T, ns string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for attempt := 1; ; attempt++ {
+		// A new name each time: a deleted canary's CPV, until it is
+		// collected, would make the next one look placed already.
+		name := fmt.Sprintf("canary-%d", attempt)
+		canary := workload(t, ns, name, 6, "1", "  placement: {clusterSelector: {}}")
+		if err := b.host.Create(t.Context(), canary); err != nil {
+			t.Fatalf("creating the canary: %v", err)
+		}
+		var got map[string]int32
+		eventually(t, 45*time.Second, "a first decision for the canary", func(ctx context.Context) (bool, string) {
+			cpv, err := cpvOf(ctx, b.host, ns, "deployment-"+name)
+			if err != nil {
+				return false, err.Error()
+			}
+			got = decision(cpv)
+			return len(got) > 0, fmt.Sprint(got)
+		})
+		if err := b.host.Delete(t.Context(), canary); err != nil {
+			t.Fatalf("deleting the canary: %v", err)
+		}
+		eventually(t, time.Minute, "the canary to be gone", func(ctx context.Context) (bool, string) {
+			err := b.host.Get(ctx, client.ObjectKeyFromObject(canary), canary)
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		if maps.Equal(got, map[string]int32{"east-1": -1}) {
+			return
+		}
+		t.Logf("capacity not measured yet (attempt %d): the canary went to %v", attempt, got)
+		if time.Now().After(deadline) {
+			t.Fatalf("the members' capacity was not measured within 2m: the canary still went to %v", got)
+		}
+	}
 }
 
 // A cluster that goes offline keeps its replicas unless the preference
