@@ -17,7 +17,7 @@ build:
 tools:
 	hack/tools/build.sh
 
-## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes), and the Helm chart's copy of the CRDs
+## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes), and the Helm chart's copies of the CRDs and of the admission policies (config/admission/policies)
 generate:
 	hack/tools/build.sh controller-gen
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./api/...
@@ -25,12 +25,14 @@ generate:
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	rm -f deploy/helm/fedwarden/crds/*.yaml
 	cp config/crd/bases/*.yaml deploy/helm/fedwarden/crds/
+	rm -f deploy/helm/fedwarden/policies/*.yaml
+	cp config/admission/policies/*.yaml deploy/helm/fedwarden/policies/
 
 ## verify: generated files up to date, gofmt clean, go vet clean, tests and benchmarks name only loopback addresses
 verify: generate
 	hack/verify-loopback.sh
-	@git diff --exit-code -- api config/crd deploy/helm/fedwarden/crds || { echo "generated files are out of date: run 'make generate' and commit the result" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config/crd deploy/helm/fedwarden/crds)" || { echo "make generate created files that are not committed:" >&2; git status --porcelain -- api config/crd deploy/helm/fedwarden/crds >&2; exit 1; }
+	@git diff --exit-code -- api config/crd deploy/helm/fedwarden/crds deploy/helm/fedwarden/policies || { echo "generated files are out of date: run 'make generate' and commit the result" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config/crd deploy/helm/fedwarden/crds deploy/helm/fedwarden/policies)" || { echo "make generate created files that are not committed:" >&2; git status --porcelain -- api config/crd deploy/helm/fedwarden/crds deploy/helm/fedwarden/policies >&2; exit 1; }
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change: $$out" >&2; exit 1; }
 	go vet ./...
 

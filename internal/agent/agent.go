@@ -37,11 +37,14 @@ type Options struct {
 	// Holder identifies this agent process in the Lease (its pod name).
 	Holder string
 	// LeaseDuration is how long the host waits for a renewal before it
-	// marks the cluster not Ready; RenewInterval how often the agent renews.
+	// marks the cluster not Ready, between registration.MinAgentLeaseDuration
+	// and MaxAgentLeaseDuration; RenewInterval how often the agent renews.
 	LeaseDuration, RenewInterval time.Duration
-	// MetricsAddr and ProbeAddr are the addresses of /metrics and of
-	// /healthz and /readyz; "0" disables them.
-	MetricsAddr, ProbeAddr string
+	// Metrics says how /metrics is served: its address ("0" disables it),
+	// and HTTPS with the filter that checks callers.
+	Metrics metricsserver.Options
+	// ProbeAddr is the address of /healthz and /readyz; "0" disables them.
+	ProbeAddr string
 	// Propagation configures the sync of each type, as on the host.
 	Propagation propagation.Options
 }
@@ -60,6 +63,10 @@ func (o Options) Validate() error {
 	if o.RenewInterval <= 0 || o.LeaseDuration < 2*o.RenewInterval {
 		errs = append(errs, fmt.Errorf("--lease-renew-interval must be positive and --lease-duration at least twice as long, got %s and %s", o.RenewInterval, o.LeaseDuration))
 	}
+	if o.LeaseDuration < registration.MinAgentLeaseDuration || o.LeaseDuration > registration.MaxAgentLeaseDuration {
+		errs = append(errs, fmt.Errorf("--lease-duration must be between %s and %s, got %s: the host's admission policy %s refuses any other Lease duration",
+			registration.MinAgentLeaseDuration, registration.MaxAgentLeaseDuration, o.LeaseDuration, registration.AgentIsolationPolicyName))
+	}
 	if o.Propagation.Workers < 1 || o.Propagation.RetryPeriod <= 0 || o.Propagation.MemberListTimeout <= 0 || o.Propagation.ResyncPeriod < 0 {
 		errs = append(errs, errors.New("--workers must be at least 1, --retry-period and --member-list-timeout positive, --resync-period not negative"))
 	}
@@ -72,10 +79,20 @@ func (o Options) Validate() error {
 // Run runs the agent until ctx ends: host is how it reaches the host (as
 // the agent's ServiceAccount there), member how it reaches its own cluster.
 func Run(ctx context.Context, host, member *rest.Config, o Options) error {
-	mgr, err := newManager(host, o)
+	base, err := newManager(host, o)
 	if err != nil {
 		return err
 	}
+	events, err := newControlPlaneEvents(host, base.GetScheme(), o)
+	if err != nil {
+		return err
+	}
+	stopEvents, err := events.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
+	var mgr manager.Manager = eventsManager{Manager: base, events: events}
 	own, err := clustercache.NewMember(ctx, o.Cluster, member)
 	if err != nil {
 		return fmt.Errorf("building the clients of cluster %s: %w", o.Cluster, err)
@@ -128,7 +145,7 @@ func newManager(host *rest.Config, o Options) (manager.Manager, error) {
 	}
 	mgr, err := ctrl.NewManager(host, ctrl.Options{
 		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                o.Metrics,
 		HealthProbeBindAddress: o.ProbeAddr,
 		Client: client.Options{Cache: &client.CacheOptions{
 			Unstructured: true,

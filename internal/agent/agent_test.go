@@ -27,6 +27,10 @@ func TestOptionsValidate(t *testing.T) {
 		{"no cluster name", func(o *Options) { o.Cluster = "" }, "--cluster-name"},
 		{"cluster name not a DNS label", func(o *Options) { o.Cluster = "Edge_1" }, "--cluster-name"},
 		{"lease shorter than two renewals", func(o *Options) { o.LeaseDuration = 15 * time.Second }, "at least twice"},
+		{"shortest lease", func(o *Options) { o.LeaseDuration, o.RenewInterval = 10*time.Second, 5*time.Second }, ""},
+		{"longest lease", func(o *Options) { o.LeaseDuration = 10 * time.Minute }, ""},
+		{"lease too short for the host", func(o *Options) { o.LeaseDuration, o.RenewInterval = 9*time.Second, time.Second }, "--lease-duration must be between 10s and 10m0s, got 9s"},
+		{"lease too long for the host", func(o *Options) { o.LeaseDuration = 601 * time.Second }, "refuses any other Lease duration"},
 		{"no workers", func(o *Options) { o.Propagation.Workers = 0 }, "--workers"},
 		{"unknown remediation", func(o *Options) { o.Propagation.DefaultRemediation = "Ignore" }, `not "Ignore"`},
 	}

@@ -11,4 +11,12 @@
 // When the host cannot be reached, the agent keeps the member's copies as
 // they are (it deletes nothing it has not been told to), keeps healing
 // local drift from what it last read, and reports once the host is back.
+// It deletes a copy only when the host tells it to, in the CPV's
+// spec.removals, or when the federated resource is deleted; a CPV missing
+// from its cache tells it nothing.
+//
+// On the host, the agent stays in its lane, as the isolation policy of
+// internal/registration enforces: it writes its own CPV entries only,
+// records its Events in the control-plane namespace (about the federated
+// resource, wherever that is), and renews only its own Lease.
 package agent

@@ -100,7 +100,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&corev1beta1.FederatedCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.clusterForLease)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers}).
+		// A panic in a reconcile is an error: logged once, retried with
+		// backoff and counted (controller_runtime_reconcile_panics_total).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RecoverPanic: new(true)}).
 		Complete(r)
 }
 

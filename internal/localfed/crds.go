@@ -50,25 +50,35 @@ func installCRDs(ctx context.Context, cfg *rest.Config, timeout time.Duration) e
 	return nil
 }
 
-type crdAPI interface {
-	Create(context.Context, *apiextensionsv1.CustomResourceDefinition, metav1.CreateOptions) (*apiextensionsv1.CustomResourceDefinition, error)
-	Update(context.Context, *apiextensionsv1.CustomResourceDefinition, metav1.UpdateOptions) (*apiextensionsv1.CustomResourceDefinition, error)
-	Get(context.Context, string, metav1.GetOptions) (*apiextensionsv1.CustomResourceDefinition, error)
+// objectAPI is what apply needs of a typed client of one kind, such as
+// the CRDs' or the ValidatingAdmissionPolicies'.
+type objectAPI[T any] interface {
+	Create(context.Context, T, metav1.CreateOptions) (T, error)
+	Update(context.Context, T, metav1.UpdateOptions) (T, error)
+	Get(context.Context, string, metav1.GetOptions) (T, error)
 }
 
+// object is a typed object that apply can copy.
+type object[T any] interface {
+	metav1.Object
+	DeepCopy() T
+}
+
+type crdAPI = objectAPI[*apiextensionsv1.CustomResourceDefinition]
+
 // apply creates obj, or updates it if it already exists.
-func apply(ctx context.Context, api crdAPI, obj *apiextensionsv1.CustomResourceDefinition) error {
+func apply[T object[T]](ctx context.Context, api objectAPI[T], obj T) error {
 	_, err := api.Create(ctx, obj.DeepCopy(), metav1.CreateOptions{})
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		current, err := api.Get(ctx, obj.Name, metav1.GetOptions{})
+		current, err := api.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		update := obj.DeepCopy()
-		update.ResourceVersion = current.ResourceVersion
+		update.SetResourceVersion(current.GetResourceVersion())
 		_, err = api.Update(ctx, update, metav1.UpdateOptions{})
 		return err
 	})

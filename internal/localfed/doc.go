@@ -1,7 +1,8 @@
 // Package localfed runs a throw-away Fedwarden federation on the local
 // machine: one etcd, a host kube-apiserver and any number of member
 // kube-apiservers, each with its kube-controller-manager, all real
-// processes, with Fedwarden's CRDs installed into the host. The
+// processes, with Fedwarden's CRDs and admission policies installed into the
+// host (and the policies enforced before Start returns). The
 // kube-apiservers listen on 127.0.0.1; etcd listens only on unix sockets in
 // the federation's private directory.
 //

@@ -43,8 +43,10 @@ type env struct {
 
 // Start starts one etcd, a host kube-apiserver and the member kube-apiservers,
 // waits until all of them are ready, installs Fedwarden's CRDs into the host
-// and waits until they are Established and listed by discovery. If anything
-// fails, Start stops whatever it had started.
+// and waits until they are Established and listed by discovery, then
+// installs the admission policies shipped with them (config/admission) and
+// waits until the host enforces them. If anything fails, Start stops
+// whatever it had started.
 func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -155,7 +157,10 @@ func (f *Federation) start(ctx context.Context, e *env, members []string) error 
 	if err != nil {
 		return err
 	}
-	return installCRDs(ctx, f.Host.Config, e.startTimeout)
+	if err := installCRDs(ctx, f.Host.Config, e.startTimeout); err != nil {
+		return err
+	}
+	return installAdmissionPolicies(ctx, f.Host.Config, e.startTimeout)
 }
 
 // startClusters starts a cluster per name, all at once. The clusters that

@@ -38,6 +38,7 @@ func TestStartHostAndMembers(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) { checkCluster(t, c) })
 	}
 	t.Run("CRDs established in host", func(t *testing.T) { checkCRDs(t, fed.Host) })
+	t.Run("admission policies enforced in host", func(t *testing.T) { checkAdmissionPolicies(t, fed.Host) })
 	t.Run("members do not share objects", func(t *testing.T) {
 		checkSeparateStorage(t, fed.Member("member-1"), fed.Member("member-2"), fed.Host)
 	})

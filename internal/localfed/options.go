@@ -72,8 +72,9 @@ func WithLogOutput(w io.Writer) Option {
 	return func(o *options) { o.logOutput = w }
 }
 
-// WithStartTimeout bounds how long each process may take to become ready, and
-// how long the CRDs may take to become Established (default 60s).
+// WithStartTimeout bounds how long each process may take to become ready,
+// how long the CRDs may take to become Established, and the admission
+// policies enforced (default 60s).
 func WithStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.startTimeout = d }
 }

@@ -3,13 +3,13 @@ package propagation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -28,28 +28,43 @@ type agentSide struct {
 	fieldManager string
 }
 
-// reconcileAgent syncs fed, when its CPV places it on the agent's cluster,
-// to that cluster; when it is not placed there (any more) or is being
-// deleted, it deletes the copy and the agent's entry.
+// reconcileAgent does with fed what the host tells the agent's cluster
+// (agentActionFor): sync it when its CPV places it there; delete the copy
+// and the agent's entry when the CPV's spec.removals names the cluster or
+// fed is deleted; otherwise, notably when the CPV is missing from the
+// agent's cache, nothing.
 func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
-	name := r.agent.cluster
-	// The agent's cache holds only the CPVs placed on its cluster: an
-	// absent one means the resource is not placed here, or not yet.
+	// The agent's cache holds only the CPVs labelled for its cluster.
 	cpv, err := r.getCPV(ctx, fed)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	placed := slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == name })
-	if !fed.GetDeletionTimestamp().IsZero() || !placed {
-		return reconcile.Result{}, r.agentRemove(ctx, fed, cpv)
+	switch agentActionFor(fed, cpv, r.agent.cluster) {
+	case agentSync:
+		return r.agentSync(ctx, fed, cpv)
+	case agentDelete:
+		return reconcile.Result{}, r.agentRemove(ctx, fed, cpv, true)
+	case agentRelease:
+		return reconcile.Result{}, r.agentRemove(ctx, fed, cpv, false)
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("No ClusterPropagatedVersion places the resource on this cluster or tells it to remove its copy; keeping any copy as it is",
+		"cpv", r.cpvKey(fed))
+	return reconcile.Result{}, nil
+}
+
+// agentSync syncs fed, which cpv places on the agent's cluster, to that
+// cluster and writes the agent's entry of cpv.
+func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) (reconcile.Result, error) {
+	name := r.agent.cluster
 	spec, err := parseSpec(fed)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 	in := newSyncInput(fed, spec, cpv, targetsOf(cpv))
 	prev, recorded := in.previous[name]
-	in.force = in.resync != "" && in.resync != prev.Resync
+	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
+	// on: the copy is compared, not re-applied.
+	in.force = recorded && in.resync != "" && in.resync != prev.Resync
 	res := r.syncCluster(ctx, in, name, nil)
 	r.recordDrift(fed, in, []clusterResult{res})
 	r.drifted.set(client.ObjectKeyFromObject(fed), []clusterResult{res})
@@ -81,24 +96,28 @@ func targetsOf(cpv *typesv1beta1.ClusterPropagatedVersion) targets {
 	return t
 }
 
-// agentRemove deletes the agent's copy of fed (unless fed is deleted with
-// its copies orphaned), then the agent's CPV entry, which lets the host
-// finish the removal.
-func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) error {
+// agentRemove deletes the agent's copy of fed when deleteCopy is set, then
+// the agent's entry of its CPV, which lets the host finish the removal. The
+// entry is read from cpv, the CPV in the agent's cache, which the host
+// keeps labelled for the cluster while the removal is pending. When the CPV
+// is not there (fed is deleted, and its CPV may be gone or never placed it
+// here), an entry is removed only where there was a copy: an apply that
+// finds nothing of the agent's writes nothing, but costs a request.
+func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, deleteCopy bool) error {
 	name := r.agent.cluster
-	orphan := !fed.GetDeletionTimestamp().IsZero() && fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] == "true"
 	had, err := r.hasManagedCopy(ctx, fed)
 	if err != nil {
 		return err
 	}
-	if had && !orphan {
+	if had && deleteCopy {
 		if done, failed := r.deleteCopy(ctx, fed, name, nil); !done {
 			return fmt.Errorf("deleting the copy of %s %s: %s", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), failed.message)
 		}
 	}
+	r.drifted.forget(client.ObjectKeyFromObject(fed))
 	_, recorded := entryOf(cpv, name)
-	if !had && !recorded {
-		return nil // nothing here, nothing reported: nothing to write
+	if !recorded && (cpv.ResourceVersion != "" || !had) {
+		return nil // nothing reported: nothing to write
 	}
 	err = r.applyOwnEntry(ctx, r.cpvKey(fed), nil)
 	if apierrors.IsNotFound(err) {

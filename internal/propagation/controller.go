@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -65,9 +67,12 @@ func DefaultOptions() Options {
 }
 
 // Namespaces tells a namespaced type's controller whether namespaces are
-// federated, and of which kind the FederatedNamespaces are.
+// federated, and of which kind the FederatedNamespaces are. The answer must
+// not depend on which type controllers have started yet: a controller that
+// started before the namespaces' one must not place a resource where its
+// namespace does not go.
 type Namespaces interface {
-	FederatedNamespaceKind() (schema.GroupVersionKind, bool)
+	FederatedNamespaceKind(ctx context.Context) (schema.GroupVersionKind, bool, error)
 }
 
 // NamespaceNotifier is told when a FederatedNamespace's placement may have
@@ -83,10 +88,14 @@ type Controller struct {
 	reconciler *Reconciler
 	ctrl       controller.TypedController[reconcile.Request]
 	cache      interface {
+		GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
 		RemoveInformer(ctx context.Context, obj client.Object) error
 	}
 	events  chan event.TypedGenericEvent[reconcile.Request]
 	stopped chan struct{} // closed when Start returns
+	// synced is set once the host informer of the federated type has
+	// listed them all: the controller then works.
+	synced atomic.Bool
 }
 
 // New returns the propagation controller of typ.
@@ -133,6 +142,10 @@ func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller
 		MaxConcurrentReconciles: r.opts.Workers,
 		SkipNameValidation:      new(true),
 		Logger:                  mgr.GetLogger(),
+		// A panic in a sync is an error: logged once, retried with
+		// backoff and counted (controller_runtime_reconcile_panics_total);
+		// the other resources go on.
+		RecoverPanic: new(true),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller of %s: %w", r.typ.Name, err)
@@ -171,18 +184,43 @@ func (c *Controller) watch(mgr manager.Manager) error {
 	return nil
 }
 
-// Start runs the controller until ctx ends, then stops its watches.
+// Start runs the controller until ctx ends, then stops its watches. It
+// returns an error when the controller could not start, for example when
+// the federated resources could not be listed in time (no right to).
 func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.stopped)
 	defer c.reconciler.watches.stop()
+	watchSync, stopWatching := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		c.watchSync(watchSync)
+	}()
 	err := c.ctrl.Start(ctx)
+	stopWatching()
+	<-watched
 	// The host informer of this federated type goes too, so that a
 	// disabled type costs nothing.
 	if rmErr := c.cache.RemoveInformer(context.Background(), c.typ.newFederated()); rmErr != nil && err == nil {
 		err = fmt.Errorf("removing the informer of %s: %w", c.typ.Federated.Kind, rmErr)
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("the propagation controller of %s: %w", c.typ.Name, err)
+	}
+	return nil
 }
+
+// watchSync sets synced once the host informer of the federated type has
+// synced, or returns when ctx ends.
+func (c *Controller) watchSync(ctx context.Context) {
+	if _, err := c.cache.GetInformer(ctx, c.typ.newFederated()); err == nil {
+		c.synced.Store(true)
+	}
+}
+
+// Synced tells whether the controller has listed the federated resources
+// and works.
+func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // Type is the type this controller propagates.
 func (c *Controller) Type() Type { return c.typ }

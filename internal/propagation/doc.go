@@ -13,5 +13,10 @@
 // so fields the member sets itself, such as a Service's clusterIP, are kept.
 // A namespaced object's namespace is created in the member when it is
 // missing, marked with the annotation fedwarden.io/created-for-propagation
-// so that a FederatedNamespace may take it over later.
+// so that a FederatedNamespace may take it over later; a FederatedNamespace
+// marks a namespace it creates the same way. Only a namespace so marked is
+// deleted when its FederatedNamespace leaves a cluster; an adopted one is
+// released (its marks removed), and a kube-* one is never touched. A
+// FederatedNamespace named after another namespace than its own is never
+// synced.
 package propagation

@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,6 +50,9 @@ type clusterResult struct {
 	fromAgent bool
 	entry     *typesv1beta1.ClusterVersion
 	pending   bool
+	// gone: the cluster was placed only to keep a copy (see
+	// targets.keptByNamespace), and there is none any more.
+	gone bool
 }
 
 func unreachable(name, message string) clusterResult {
@@ -93,6 +97,9 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 // only when its content differs from what was last written, or when it
 // drifted and the cluster's policy enforces.
 func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
+	if reason, msg := outOfReach(r.typ, in.fed); reason != "" {
+		return applyFailed(name, errors.New(msg), false)
+	}
 	member, failed := r.reach(name, fc)
 	if failed != nil {
 		return *failed
@@ -115,6 +122,8 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 		return unreachable(name, err.Error())
 	case conflict != "":
 		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: conflict}
+	case existing == nil && in.keptByNamespace[name]:
+		return clusterResult{name: name, gone: true}
 	}
 	policy := r.policyFor(in.spec, name)
 	f, err := r.classify(in, name, desired, existing, hash, policy)
@@ -158,7 +167,15 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.override)
 	annotations[typesv1beta1.AnnotationDesiredHash] = hash
 	desired.SetAnnotations(annotations)
-	applied, err := r.apply(ctx, member, desired)
+	if r.typ.IsNamespace() && existing == nil {
+		if failed := r.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
+			return *failed
+		}
+	}
+	applied, err := r.apply(ctx, member, desired, !in.keptByNamespace[member.Name])
+	if errors.Is(err, errNamespaceGone) {
+		return clusterResult{name: member.Name, gone: true}
+	}
 	if err != nil {
 		// An invalid object stays invalid until the resource changes; a refusal
 		// (RBAC) may be lifted by joining again: that is worth retrying.
@@ -217,6 +234,9 @@ func (r *Reconciler) liveCopy(ctx context.Context, member *clustercache.Member, 
 
 // mayAdopt tells whether fed may take over the unmanaged member object got.
 func (r *Reconciler) mayAdopt(fed, got *unstructured.Unstructured) bool {
+	if r.typ.IsNamespace() && isSystemNamespace(got.GetName()) {
+		return false // never, whatever fed says
+	}
 	if fed.GetAnnotations()[typesv1beta1.AnnotationConflictResolution] == typesv1beta1.ConflictResolutionAdopt {
 		return true
 	}
@@ -231,9 +251,14 @@ func (r *Reconciler) resource(member *clustercache.Member, namespace string) dyn
 	return res
 }
 
+// errNamespaceGone: the member has no namespace for the copy, and none is
+// created for it.
+var errNamespaceGone = errors.New("the namespace of the copy is gone from the cluster")
+
 // apply writes desired with server-side apply, creating its namespace in
-// the member first if the member lacks it.
-func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// the member first if the member lacks it and createNamespace is set
+// (otherwise it returns errNamespaceGone).
+func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, desired *unstructured.Unstructured, createNamespace bool) (*unstructured.Unstructured, error) {
 	raw, err := json.Marshal(desired.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", r.typ.Target.Kind, desired.GetName(), err)
@@ -243,6 +268,9 @@ func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, des
 	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 	memberWrites.WithLabelValues(member.Name, "apply").Inc()
 	if isNamespaceNotFound(err) {
+		if !createNamespace {
+			return nil, errNamespaceGone
+		}
 		if err := r.ensureNamespace(ctx, member, desired.GetNamespace()); err != nil {
 			return nil, err
 		}
@@ -283,11 +311,16 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.M
 	return nil
 }
 
-// deleteCopy deletes the managed member copy of fed in a cluster it is no
-// longer placed on. done is false when the cluster cannot be reached now.
+// deleteCopy removes the managed member copy of fed in a cluster it is no
+// longer placed on: it deletes it, or releases a namespace Fedwarden did not
+// create (see removalOf). done is false when the cluster cannot be reached
+// now.
 func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
 	if fc == nil && r.agent == nil {
 		return true, nil // the cluster left the federation
+	}
+	if reason, _ := outOfReach(r.typ, fed); reason != "" {
+		return true, nil // never synced, so nothing of its own to remove
 	}
 	member, failed := r.reach(name, fc)
 	if failed != nil {
@@ -326,12 +359,9 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		}
 		u = got
 	}
-	uid := u.GetUID()
 	r.written.forget(name, u)
-	err = r.resource(member, namespace).Delete(ctx, fed.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	memberWrites.WithLabelValues(member.Name, "delete").Inc()
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		res := applyFailed(name, fmt.Errorf("removal pending: deleting %s %s in cluster %s: %w", r.typ.Target.Kind, key, name, err), true)
+	if err := r.removeCopy(ctx, member, u); err != nil {
+		res := applyFailed(name, fmt.Errorf("removal pending: %w", err), true)
 		return false, &res
 	}
 	return true, nil

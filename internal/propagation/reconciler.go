@@ -115,10 +115,7 @@ func (r *Reconciler) abandon(ctx context.Context, fed *unstructured.Unstructured
 			errs = append(errs, fmt.Errorf("cluster %s: %s", res.name, failed.message))
 			continue
 		}
-		uid := res.object.GetUID()
-		err := r.resource(member, res.object.GetNamespace()).Delete(ctx, res.object.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		memberWrites.WithLabelValues(member.Name, "delete").Inc()
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		if err := r.removeCopy(ctx, member, res.object); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -144,6 +141,9 @@ func (r *Reconciler) listClusters(ctx context.Context) (clusterSet, []corev1beta
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
+	if reason, msg := outOfReach(r.typ, fed); reason != "" {
+		return reconcile.Result{}, r.refuse(ctx, fed, reason, msg)
+	}
 	spec, err := parseSpec(fed)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
@@ -165,12 +165,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	// a CPV that does not exist yet has no versions, and the first are 1.
 	if placesPull(t.names, set) {
 		// A Pull cluster's agent starts from the CPV: write it first.
-		if cpv, err = r.ensureCPV(ctx, fed, cpv, t); err != nil {
+		if cpv, err = r.ensureCPV(ctx, fed, cpv, t, set); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	in := newSyncInput(fed, spec, cpv, t)
 	in.joined = set
+	in.keptByNamespace = t.keptByNamespace
 	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, in, t.names, set)
 	if err := finalized(); err != nil {
@@ -180,8 +181,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		}
 		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 	}
+	results, t = dropGone(results, t)
 	results = append(results, r.removeUnplaced(ctx, fed, t.names, cpv, set)...)
-	if cpv, err = r.ensureCPV(ctx, fed, cpv, t); err != nil {
+	if cpv, err = r.ensureCPV(ctx, fed, cpv, t, set); err != nil {
 		return reconcile.Result{}, err
 	}
 	r.recordDecision(fed, t)
@@ -228,6 +230,9 @@ type syncInput struct {
 	previous map[string]typesv1beta1.ClusterVersion
 	// joined are the FederatedClusters when the sync started.
 	joined clusterSet
+	// keptByNamespace are the clusters placed only to keep a copy that
+	// exists: where it does not, none is written (see dropGone).
+	keptByNamespace map[string]bool
 	// resync is the kubefed.io/resync annotation; force is set when its
 	// value is new: every placed cluster is written.
 	resync string
@@ -241,7 +246,9 @@ func newSyncInput(fed *unstructured.Unstructured, spec federated, cpv *typesv1be
 		in.previous[string(cv.ClusterName)] = cv
 	}
 	in.resync = fed.GetAnnotations()[typesv1beta1.AnnotationResync]
-	in.force = in.resync != "" && in.resync != cpv.Status.Resync
+	// A missing CPV (deleted, or not created yet) knows of no resync acted
+	// on: the copies are compared, not re-applied.
+	in.force = in.resync != "" && cpv.ResourceVersion != "" && in.resync != cpv.Status.Resync
 	return in
 }
 
@@ -271,9 +278,10 @@ func (r *Reconciler) removeUnplaced(ctx context.Context, fed *unstructured.Unstr
 			continue
 		}
 		if isPull(set[name]) {
-			// Its agent deletes the copy, then its entry.
+			// The CPV tells its agent to delete the copy (spec.removals);
+			// the agent does, then removes its entry.
 			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
-				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy", name)})
+				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", name)})
 			continue
 		}
 		if done, failed := r.deleteCopy(ctx, fed, name, set[name]); !done {
@@ -289,7 +297,10 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
 		return reconcile.Result{}, nil
 	}
-	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" {
+	// A resource that was never synced (see outOfReach) has no copy of its
+	// own to delete.
+	refused, _ := outOfReach(r.typ, fed)
+	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" && refused == "" {
 		pending, err := r.deleteAllCopies(ctx, fed)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -405,16 +416,19 @@ func (r *Reconciler) getCPV(ctx context.Context, fed *unstructured.Unstructured)
 }
 
 // ensureCPV creates the resource's ClusterPropagatedVersion when cpv does
-// not exist yet, or updates its spec when it differs from fed and the
-// placement.
-func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) (*typesv1beta1.ClusterPropagatedVersion, error) {
+// not exist yet, or updates its spec and labels when they differ from fed,
+// the placement and the removals still pending in Pull clusters (set is
+// the joined clusters).
+func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets, set clusterSet) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	key := r.cpvKey(fed)
+	removals := pullRemovals(cpv, t.names, set)
 	want := typesv1beta1.ClusterPropagatedVersionSpec{
 		Template:           fed.GetName(),
 		TemplateKind:       r.typ.Federated.Kind,
 		TemplateAPIVersion: r.typ.Federated.GroupVersion().String(),
 		TemplateResource:   r.typ.FederatedResource,
 		Clusters:           normalized(t.placedClusters()),
+		Removals:           removals,
 		Spread:             t.spread,
 	}
 	placed := t.names
@@ -428,7 +442,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 	}
 	if cpv.ResourceVersion == "" {
 		cpv = &typesv1beta1.ClusterPropagatedVersion{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}, Labels: placedLabels(nil, placed)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}, Labels: placedLabels(nil, labelled(placed, removals))},
 			Spec:       want,
 		}
 		if err := r.client.Create(ctx, cpv); err != nil {
@@ -437,7 +451,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 		r.ownWrites.record(cpv)
 		return cpv, nil
 	}
-	labels := placedLabels(cpv.Labels, placed)
+	labels := placedLabels(cpv.Labels, labelled(placed, removals))
 	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) && maps.Equal(cpv.Labels, labels) {
 		return cpv, nil
 	}
@@ -453,7 +467,7 @@ func (r *Reconciler) ensureCPV(ctx context.Context, fed *unstructured.Unstructur
 }
 
 // placedLabels returns labels with one placed.fedwarden.io/<cluster> label
-// per placed cluster, and none for the others: a Pull cluster's agent
+// per cluster of placed, and none for the others: a Pull cluster's agent
 // watches only the CPVs labelled with its name.
 func placedLabels(labels map[string]string, placed []string) map[string]string {
 	out := map[string]string{}

@@ -33,6 +33,9 @@ type targets struct {
 	// namespaceReason and namespaceMessage are set when the resource's
 	// namespace keeps it from every cluster.
 	namespaceReason, namespaceMessage string
+	// keptByNamespace are the clusters placed only to keep their copy, which
+	// the namespace restriction would leave out (see keptByNamespace).
+	keptByNamespace map[string]bool
 	// spread is the spread constraints the decision was made under, as the
 	// CPV records them.
 	spread *typesv1beta1.RecordedSpread
@@ -86,6 +89,7 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 			}
 		}
 		slices.Sort(t.names)
+		t.keptByNamespace = keptByNamespace(restriction, t.names)
 		return t, rsp, nil
 	}
 	t.spread = &typesv1beta1.RecordedSpread{Constraints: spec.Placement.SpreadConstraints}
@@ -95,6 +99,7 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 			t.replicas[p.Name] = *p.Replicas
 		}
 	}
+	t.keptByNamespace = keptByNamespace(restriction, t.names)
 	return t, rsp, nil
 }
 
@@ -129,39 +134,6 @@ func normalized(pcs []typesv1beta1.PlacedCluster) []typesv1beta1.PlacedCluster {
 		return nil
 	}
 	return pcs
-}
-
-// namespaceRestriction keeps a namespaced resource to the clusters its
-// namespace is federated to, when namespaces are federated (KubeFed's
-// rule).
-func (r *Reconciler) namespaceRestriction(ctx context.Context, fed *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) (*scheduler.Restriction, string, string, error) {
-	if !r.typ.TargetNamespaced || r.namespaces == nil {
-		return nil, "", "", nil
-	}
-	gvk, federated := r.namespaces.FederatedNamespaceKind()
-	if !federated {
-		return nil, "", "", nil
-	}
-	fns := &unstructured.Unstructured{}
-	fns.SetGroupVersionKind(gvk)
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: fed.GetNamespace(), Name: fed.GetNamespace()}, fns)
-	if apierrors.IsNotFound(err) {
-		msg := fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to", fed.GetNamespace(), gvk.Kind)
-		return &scheduler.Restriction{Plugin: gvk.Kind, Reason: "namespace " + fed.GetNamespace() + " is not federated"}, typesv1beta1.ReasonNamespaceNotFederated, msg, nil
-	}
-	if err != nil {
-		return nil, "", "", fmt.Errorf("reading %s %s: %w", gvk.Kind, fed.GetNamespace(), err)
-	}
-	nsSpec, err := parseSpec(fns)
-	if err != nil {
-		return nil, "", "", err
-	}
-	nsPlaced, err := place(nsSpec.Placement, clusters)
-	if err != nil {
-		// The FederatedNamespace's own status reports its bad selector.
-		nsPlaced = nil
-	}
-	return &scheduler.Restriction{Plugin: gvk.Kind, Clusters: nsPlaced, Reason: "namespace " + fed.GetNamespace() + " is not federated to it"}, "", "", nil
 }
 
 // preference returns the ReplicaSchedulingPreference of fed: same

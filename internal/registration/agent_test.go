@@ -310,9 +310,24 @@ func TestIsolationPolicy(t *testing.T) {
 			t.Errorf("rule %+v does not match updates", r)
 		}
 	}
-	for _, want := range []string{"clusterpropagatedversions", "clusterpropagatedversions/status", "federatedclusters"} {
+	for _, want := range []string{"clusterpropagatedversions", "clusterpropagatedversions/status", "federatedclusters", "events", "leases"} {
 		if !slices.Contains(resources, want) {
 			t.Errorf("the policy does not match %s", want)
+		}
+	}
+	// Events and the Lease are created as well as updated.
+	for _, r := range p.Spec.MatchConstraints.ResourceRules {
+		if (slices.Contains(r.Resources, "events") || slices.Contains(r.Resources, "leases")) && !slices.Contains(r.Operations, admissionregistrationv1.Create) {
+			t.Errorf("rule %+v does not match creations", r)
+		}
+	}
+	var expressions []string
+	for _, v := range p.Spec.Validations {
+		expressions = append(expressions, v.Expression)
+	}
+	for _, want := range []string{"variables.placed", "request.namespace == variables.controlPlane", "variables.leaseSeconds >= 10 && variables.leaseSeconds <= 600"} {
+		if !slices.ContainsFunc(expressions, func(e string) bool { return strings.Contains(e, want) }) {
+			t.Errorf("no rule checks %q: %q", want, expressions)
 		}
 	}
 	for _, v := range p.Spec.Validations {

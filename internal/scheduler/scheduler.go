@@ -88,34 +88,21 @@ type Input struct {
 	// Spread is the spread constraints Previous was decided under (the
 	// CPV's spec.spread); nil when not recorded.
 	Spread *typesv1beta1.RecordedSpread
-	// Restriction, when set, keeps the resource to these clusters (the
-	// clusters its namespace is federated to).
+	// Restriction, when set, keeps the resource to some clusters (those
+	// its namespace is federated to); only an intent restriction removes a
+	// copy.
 	Restriction *Restriction
 }
 
 // Restriction keeps a resource to some clusters, for a reason the user
-// sees on the others.
-type Restriction struct {
-	Plugin   string
-	Clusters []string
-	Reason   string
-}
+// sees on the others (see framework.Restriction).
+type Restriction = framework.Restriction
 
 // Schedule decides where in.Federated goes.
 func (s *Scheduler) Schedule(in Input) framework.Decision {
-	st := &framework.State{Workload: workloadOf(in)}
-	var restricted []framework.Verdict
-	for _, c := range s.candidates(in, st.Workload) {
-		if r := in.Restriction; r != nil && !slices.Contains(r.Clusters, c.Name) {
-			restricted = append(restricted, framework.Verdict{Cluster: c.Name, Plugin: r.Plugin, Reasons: []string{r.Reason}})
-			continue
-		}
-		st.Clusters = append(st.Clusters, c)
-	}
-	d := s.fw.Schedule(st)
-	d.RuledOut = append(d.RuledOut, restricted...)
-	slices.SortStableFunc(d.RuledOut, func(a, b framework.Verdict) int { return cmp.Compare(a.Cluster, b.Cluster) })
-	return d
+	st := &framework.State{Workload: workloadOf(in), Restriction: in.Restriction}
+	st.Clusters = s.candidates(in, st.Workload)
+	return s.fw.Schedule(st)
 }
 
 // candidates returns every joined cluster, and the clusters the placement

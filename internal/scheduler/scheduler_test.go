@@ -95,7 +95,7 @@ func TestSchedule(t *testing.T) {
 		Preference: &schedulingv1alpha1.ReplicaSchedulingPreference{Spec: schedulingv1alpha1.ReplicaSchedulingPreferenceSpec{
 			TotalReplicas: 10, Clusters: map[string]schedulingv1alpha1.ClusterPreferences{"a": {Weight: 2}, "b": {Weight: 3}},
 		}},
-		Restriction: &Restriction{Plugin: "FederatedNamespace", Clusters: []string{"a", "c", "gone", "z"}, Reason: "namespace shop is not federated to it"},
+		Restriction: &Restriction{Plugin: "FederatedNamespace", Clusters: []string{"a", "c", "gone", "z"}, Reason: "namespace shop is not federated to it", Intent: true},
 	}
 	d := s.Schedule(in)
 	if got := d.Summary(); got != "a (10 replicas)" {

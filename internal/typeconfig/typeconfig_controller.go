@@ -15,9 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -35,7 +39,8 @@ const ControllerName = "federatedtypeconfig"
 const FinalizerRelease = "fedwarden.io/release-federated-resources"
 
 // notServedRetry is how soon a type the host does not serve yet is looked
-// at again (its CRD may be on its way, as with `fedwarden enable`).
+// at again (its CRD may be on its way, as with `fedwarden enable`), and a
+// type whose controller has not started working yet.
 const notServedRetry = 3 * time.Second
 
 // Reconciler runs one propagation controller per enabled type.
@@ -51,9 +56,18 @@ type Reconciler struct {
 
 	started chan struct{}   // closed once the manager's context is known
 	baseCtx context.Context // the manager's context: controllers run under it
+	// died tells the controller which FederatedTypeConfig's propagation
+	// controller stopped by itself, so that its status says so at once.
+	died chan event.GenericEvent
 
 	mu      sync.Mutex
 	running map[string]*running // by FederatedTypeConfig name
+	// stopped are the errors of the propagation controllers that stopped
+	// by themselves, by FederatedTypeConfig name, until one works again.
+	stopped map[string]error
+	// namespaces is the last answer of FederatedNamespaceKind the
+	// federation controller saw.
+	namespaces schema.GroupVersionKind
 }
 
 type running struct {
@@ -71,7 +85,7 @@ var (
 func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propagation.Options) *Reconciler {
 	r := &Reconciler{
 		mgr: mgr, client: mgr.GetClient(), clusters: clusters, opts: opts,
-		started: make(chan struct{}), running: map[string]*running{},
+		started: make(chan struct{}), running: map[string]*running{}, stopped: map[string]error{}, died: make(chan event.GenericEvent, 16),
 	}
 	r.newController = func(typ propagation.Type) (*propagation.Controller, error) {
 		return propagation.New(r.mgr, typ, r.clusters, r, r, r.opts)
@@ -86,7 +100,7 @@ func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propa
 func NewAgentReconciler(mgr manager.Manager, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
 	return &Reconciler{
 		mgr: mgr, client: mgr.GetClient(), newController: newController, readOnly: true,
-		started: make(chan struct{}), running: map[string]*running{},
+		started: make(chan struct{}), running: map[string]*running{}, stopped: map[string]error{}, died: make(chan event.GenericEvent, 16),
 	}
 }
 
@@ -99,6 +113,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1beta1.FederatedTypeConfig{}).
+		WatchesRawSource(source.Channel(r.died, &handler.EnqueueRequestForObject{})).
+		WithOptions(controller.Options{RecoverPanic: new(true)}).
 		Complete(r)
 }
 
@@ -135,7 +151,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.client.Get(ctx, req.NamespacedName, ftc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.stop(req.Name)
-			return reconcile.Result{}, nil
+			return reconcile.Result{}, r.noteNamespaces(ctx)
 		}
 		return reconcile.Result{}, fmt.Errorf("reading FederatedTypeConfig %s: %w", req.Name, err)
 	}
@@ -144,10 +160,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if r.readOnly {
 			return reconcile.Result{}, nil
 		}
+		if err := r.noteNamespaces(ctx); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, r.release(ctx, ftc)
 	}
 	if r.readOnly {
-		_, retry := r.converge(ftc)
+		_, retry := r.converge(ctx, ftc)
 		return reconcile.Result{RequeueAfter: retry}, nil
 	}
 	if !controllerutil.ContainsFinalizer(ftc, FinalizerRelease) {
@@ -157,7 +176,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			return reconcile.Result{}, fmt.Errorf("adding the finalizer to FederatedTypeConfig %s: %w", ftc.Name, err)
 		}
 	}
-	state, retry := r.converge(ftc)
+	state, retry := r.converge(ctx, ftc)
+	if err := r.noteNamespaces(ctx); err != nil {
+		return reconcile.Result{}, err
+	}
 	if ftc.Spec.Propagation == corev1beta1.Disabled {
 		// No controller removes the sync finalizer while the type is
 		// disabled: release the resources, or deleting one would hang.
@@ -178,7 +200,7 @@ type state struct {
 }
 
 // converge makes the running controller match ftc.
-func (r *Reconciler) converge(ftc *corev1beta1.FederatedTypeConfig) (state, time.Duration) {
+func (r *Reconciler) converge(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig) (state, time.Duration) {
 	if ftc.Spec.Propagation == corev1beta1.Disabled {
 		r.stop(ftc.Name)
 		return state{reason: corev1beta1.ReasonPropagationDisabled, message: "spec.propagation is Disabled: member copies are left as they are"}, 0
@@ -188,10 +210,59 @@ func (r *Reconciler) converge(ftc *corev1beta1.FederatedTypeConfig) (state, time
 		r.stop(ftc.Name)
 		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
 	}
-	if err := r.ensureRunning(typ); err != nil {
+	c, err := r.ensureRunning(typ)
+	if err != nil {
 		return state{reason: corev1beta1.ReasonControllerFailed, message: err.Error()}, notServedRetry
 	}
-	return state{running: true, reason: corev1beta1.ReasonControllerRunning, message: fmt.Sprintf("propagating %s to member clusters as %s", typ.Federated.Kind, typ.Target.Kind)}, 0
+	if c.Synced() {
+		r.mu.Lock()
+		delete(r.stopped, typ.Name)
+		r.mu.Unlock()
+		return runningState(typ), 0
+	}
+	r.mu.Lock()
+	stopped := r.stopped[typ.Name]
+	r.mu.Unlock()
+	wasRunning := ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning && ftc.Status.ObservedGeneration == ftc.Generation
+	return startingState(typ, wasRunning, stopped, r.listable(ctx, typ)), notServedRetry
+}
+
+// runningState is the state of a type whose controller works.
+func runningState(typ propagation.Type) state {
+	return state{running: true, reason: corev1beta1.ReasonControllerRunning, message: fmt.Sprintf("propagating %s to member clusters as %s", typ.Federated.Kind, typ.Target.Kind)}
+}
+
+// startingState is the state of a type whose controller runs but has not
+// listed the federated resources yet: it failed when the list fails
+// (listErr) or the last controller stopped with an error, it still runs
+// when it did before this start (a restart reports nothing new), else it
+// is starting.
+func startingState(typ propagation.Type, wasRunning bool, stopped, listErr error) state {
+	switch {
+	case listErr != nil:
+		msg := fmt.Sprintf("the propagation controller cannot list %s (%v): it waits, and works once the list succeeds; "+
+			"if the controller-manager may not list it, grant it (the Helm chart's rbac.federatedResources)", typ.Federated.Kind, listErr)
+		if stopped != nil {
+			msg += fmt.Sprintf("; it gave up once and was started again (%v)", stopped)
+		}
+		return state{reason: corev1beta1.ReasonControllerFailed, message: msg}
+	case stopped != nil:
+		return state{reason: corev1beta1.ReasonControllerFailed, message: fmt.Sprintf("stopped: %v; it was started again, and waits for its first list of %s", stopped, typ.Federated.Kind)}
+	case wasRunning:
+		return runningState(typ)
+	}
+	return state{reason: corev1beta1.ReasonControllerStarting, message: fmt.Sprintf("the propagation controller was started and waits for its first list of %s", typ.Federated.Kind)}
+}
+
+// listable returns why the host does not let the controller-manager list
+// the federated resources of typ, or nil.
+func (r *Reconciler) listable(ctx context.Context, typ propagation.Type) error {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(typ.Federated.GroupVersion().WithKind(typ.Federated.Kind + "List"))
+	if err := r.mgr.GetAPIReader().List(ctx, list, client.Limit(1)); err != nil {
+		return fmt.Errorf("listing %s: %w", typ.Federated.Kind, err)
+	}
+	return nil
 }
 
 // served checks that the host serves the federated and the target kinds.
@@ -212,34 +283,70 @@ func (r *Reconciler) served(typ propagation.Type) error {
 }
 
 // ensureRunning starts the controller of typ, replacing one that runs with
-// other settings.
-func (r *Reconciler) ensureRunning(typ propagation.Type) error {
+// other settings or that stopped by itself, and returns it.
+func (r *Reconciler) ensureRunning(typ propagation.Type) (*propagation.Controller, error) {
 	r.mu.Lock()
 	run, ok := r.running[typ.Name]
 	r.mu.Unlock()
-	if ok && run.ctrl.Type() == typ {
-		return nil
-	}
-	if ok {
+	switch {
+	case ok && run.isDone():
+		// It stopped by itself: its error stays in r.stopped until the new
+		// one works.
+		run.cancel()
+		r.mu.Lock()
+		delete(r.running, typ.Name)
+		r.mu.Unlock()
+	case ok && run.ctrl.Type() == typ:
+		return run.ctrl, nil
+	case ok:
 		r.stop(typ.Name)
 	}
 	c, err := r.newController(typ)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(r.baseCtx)
 	run = &running{ctrl: c, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(run.done)
-		if err := c.Start(ctx); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Propagation controller stopped", "type", typ.Name)
-		}
-	}()
+	go r.run(ctx, typ.Name, run)
 	r.mu.Lock()
 	r.running[typ.Name] = run
 	r.mu.Unlock()
 	ctrl.LoggerFrom(r.baseCtx).Info("Started the propagation controller", "type", typ.Name)
-	return nil
+	return c, nil
+}
+
+// run runs a propagation controller until ctx ends. One that stops by
+// itself before (it could not list its resources in time, say) is
+// reported: its error is kept for the status, and its FederatedTypeConfig
+// is reconciled at once, which starts it again.
+func (r *Reconciler) run(ctx context.Context, name string, run *running) {
+	err := run.ctrl.Start(ctx)
+	if ctx.Err() != nil {
+		close(run.done)
+		return
+	}
+	if err == nil {
+		err = errors.New("it returned without an error")
+	}
+	r.mu.Lock()
+	r.stopped[name] = err
+	r.mu.Unlock()
+	close(run.done)
+	ctrl.LoggerFrom(ctx).Error(err, "Propagation controller stopped; starting it again", "type", name)
+	select {
+	case r.died <- event.GenericEvent{Object: &corev1beta1.FederatedTypeConfig{ObjectMeta: metav1.ObjectMeta{Name: name}}}:
+	case <-r.baseCtx.Done():
+	}
+}
+
+// isDone tells whether the controller has stopped.
+func (run *running) isDone() bool {
+	select {
+	case <-run.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop stops the controller of the named type and waits until it has
@@ -249,6 +356,7 @@ func (r *Reconciler) stop(name string) {
 	r.mu.Lock()
 	run, ok := r.running[name]
 	delete(r.running, name)
+	delete(r.stopped, name)
 	r.mu.Unlock()
 	if !ok {
 		return
@@ -259,16 +367,62 @@ func (r *Reconciler) stop(name string) {
 }
 
 // FederatedNamespaceKind returns the kind of FederatedNamespaces, when
-// namespaces are federated.
-func (r *Reconciler) FederatedNamespaceKind() (schema.GroupVersionKind, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, run := range r.running {
-		if t := run.ctrl.Type(); t.IsNamespace() {
-			return t.Federated, true
+// namespaces are federated: when a FederatedTypeConfig of Namespaces
+// enables propagation. It answers from the FederatedTypeConfigs, which the
+// cache has all listed before any propagation controller starts (the
+// federation controller starts them from its reconciles, which run once its
+// cache has synced), not from the controllers that run: the order in which
+// they start changes nothing.
+func (r *Reconciler) FederatedNamespaceKind(ctx context.Context) (schema.GroupVersionKind, bool, error) {
+	var list corev1beta1.FederatedTypeConfigList
+	if err := r.client.List(ctx, &list); err != nil {
+		return schema.GroupVersionKind{}, false, fmt.Errorf("listing FederatedTypeConfigs: %w", err)
+	}
+	gvk, ok := namespaceKind(list.Items)
+	return gvk, ok, nil
+}
+
+// namespaceKind returns the federated kind of the first (by name)
+// FederatedTypeConfig of Namespaces that enables propagation and is not
+// being deleted.
+func namespaceKind(ftcs []corev1beta1.FederatedTypeConfig) (schema.GroupVersionKind, bool) {
+	var found *propagation.Type
+	name := ""
+	for i := range ftcs {
+		ftc := &ftcs[i]
+		typ := propagation.TypeFromConfig(ftc)
+		if !typ.IsNamespace() || ftc.Spec.Propagation == corev1beta1.Disabled || !ftc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if found == nil || ftc.Name < name {
+			found, name = &typ, ftc.Name
 		}
 	}
-	return schema.GroupVersionKind{}, false
+	if found == nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return found.Federated, true
+}
+
+// noteNamespaces syncs every namespaced resource again when whether (or
+// as which kind) namespaces are federated changed: each then finds its
+// namespace's restriction, and reports it.
+func (r *Reconciler) noteNamespaces(ctx context.Context) error {
+	if r.readOnly {
+		return nil // an agent's controllers do not restrict by namespace
+	}
+	gvk, _, err := r.FederatedNamespaceKind(ctx)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	changed := gvk != r.namespaces
+	r.namespaces = gvk
+	r.mu.Unlock()
+	if changed {
+		r.resync(func(t propagation.Type) bool { return t.TargetNamespaced })
+	}
+	return nil
 }
 
 // NamespaceChanged syncs again every namespaced federated resource in
@@ -295,10 +449,18 @@ func (r *Reconciler) NamespaceChanged(namespace string) {
 // for example when a member's capacity changed. The cluster is not used to
 // narrow the set: a resource may be scheduled there only now.
 func (r *Reconciler) ResyncAll(string) {
+	r.resync(func(propagation.Type) bool { return true })
+}
+
+// resync syncs again every federated resource of the running types that
+// match.
+func (r *Reconciler) resync(match func(propagation.Type) bool) {
 	r.mu.Lock()
-	ctrls := make([]*propagation.Controller, 0, len(r.running))
+	var ctrls []*propagation.Controller
 	for _, run := range r.running {
-		ctrls = append(ctrls, run.ctrl)
+		if match(run.ctrl.Type()) {
+			ctrls = append(ctrls, run.ctrl)
+		}
 	}
 	r.mu.Unlock()
 	for _, c := range ctrls {

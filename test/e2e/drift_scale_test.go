@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
@@ -30,6 +31,9 @@ type scaleTarget struct {
 	host      client.Client
 	namespace string
 	cluster   string
+	// events is the namespace of the Events about the copies: namespace,
+	// or the control-plane namespace, where a Pull cluster's agent records.
+	events string
 	// member is a client of the member as its admin; apps is its apps/v1
 	// REST client, for the scale subresource.
 	member client.Client
@@ -47,7 +51,8 @@ func newScaleTarget(t *testing.T, host client.Client, cluster string, cfg *rest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return scaleTarget{host: host, namespace: testNamespace(t, host), cluster: cluster, member: newClient(t, cfg), apps: cs.AppsV1().RESTClient()}
+	ns := testNamespace(t, host)
+	return scaleTarget{host: host, namespace: ns, events: ns, cluster: cluster, member: newClient(t, cfg), apps: cs.AppsV1().RESTClient()}
 }
 
 // scale sets the replicas of a member's Deployment as `kubectl scale`
@@ -116,7 +121,7 @@ func (s scaleTarget) keptInSync(t *testing.T, name string, replicas int32) {
 	waitForEntry(t, s.host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
 		return cv.State == typesv1beta1.InSync
 	})
-	for _, e := range eventsOf(t, s.host, s.namespace, name) {
+	for _, e := range eventsOf(t, s.host, s.events, name) {
 		if strings.HasPrefix(e, typesv1beta1.EventDriftDetected) {
 			t.Errorf("%s: a scale that is not drift was reported: %s", name, e)
 		}
@@ -133,7 +138,7 @@ func (s scaleTarget) run(t *testing.T) {
 		t.Parallel()
 		s.place(t, "scaled", "")
 		s.scale(t, "scaled", 1)
-		waitForEvent(t, s.host, s.namespace, "scaled", typesv1beta1.EventDriftDetected, s.cluster, string(typesv1beta1.ModifiedOutOfBand), replicasPath, scaleManager, "re-applied")
+		waitForEvent(t, s.host, s.events, "scaled", typesv1beta1.EventDriftDetected, s.cluster, string(typesv1beta1.ModifiedOutOfBand), replicasPath, scaleManager, "re-applied")
 		s.waitForReplicas(t, "scaled", 5)
 		waitForEntry(t, s.host, s.namespace, "deployment-scaled", s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
 			return cv.State == typesv1beta1.InSync && cv.Remediation == typesv1beta1.RemediationEnforce
@@ -150,7 +155,7 @@ func (s scaleTarget) run(t *testing.T) {
 		if !slices.Equal(entry.ChangedPaths, []string{replicasPath}) || !slices.Equal(entry.ChangedBy, []string{scaleManager}) || entry.Remediation != typesv1beta1.RemediationAlert {
 			t.Errorf("CPV entry of %s = %+v, want %s changed by %s, remediation Alert", s.cluster, entry, replicasPath, scaleManager)
 		}
-		waitForEvent(t, s.host, s.namespace, "reported", typesv1beta1.EventDriftDetected, s.cluster, replicasPath, scaleManager, "left as it is")
+		waitForEvent(t, s.host, s.events, "reported", typesv1beta1.EventDriftDetected, s.cluster, replicasPath, scaleManager, "left as it is")
 		time.Sleep(2 * resyncPeriod) // periodic resyncs leave it too
 		if n, err := s.replicas(t.Context(), "reported"); err != nil || n != 1 {
 			t.Errorf("under Alert the scale was undone: %d replicas (%v), want 1", n, err)
@@ -237,5 +242,6 @@ func TestEveryWriterOfADesiredFieldIsSeenInPullMode(t *testing.T) {
 	t.Parallel()
 	b := startPullBed(t)
 	s := newScaleTarget(t, b.host, b.pull.Name, b.pull.Config)
+	s.events = corev1beta1.DefaultFederationNamespace
 	s.run(t)
 }

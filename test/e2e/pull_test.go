@@ -290,7 +290,8 @@ func TestPullMode(t *testing.T) {
 		member := newClient(t, b.pull.Config)
 		editImage(t, member, ns, "web", "nginx:evil")
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
-		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventDriftDetected, b.pull.Name, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
+		// The agent records its Events in the control-plane namespace.
+		waitForEvent(t, b.host, corev1beta1.DefaultFederationNamespace, "web", typesv1beta1.EventDriftDetected, b.pull.Name, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
 		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
 		// diff cannot read the Pull member: it says what its agent reported.
 		r := runFedwarden(t, "diff", "fdeploy/web", "-n", ns, "--host-kubeconfig", b.Host.Kubeconfig)
@@ -388,7 +389,7 @@ func TestPullMode(t *testing.T) {
 		b.waitForReady(t, metav1.ConditionTrue, corev1beta1.ReasonAgentRenewing)
 		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
-		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventDriftResolved, b.pull.Name)
+		waitForEvent(t, b.host, corev1beta1.DefaultFederationNamespace, "web", typesv1beta1.EventDriftResolved, b.pull.Name)
 	})
 
 	t.Run("an agent that stops makes its cluster not Ready", func(t *testing.T) {

@@ -93,6 +93,12 @@ type ControllerManager struct {
 	done       chan struct{}
 	MetricsURL string
 	LogPath    string
+
+	// release, called once the process has exited, ends what it holds for
+	// the leak scanner (ScanForLeaks).
+	release     func()
+	releaseOnce sync.Once
+	released    error
 }
 
 // StartControllerManager runs the controller-manager against f's host,
@@ -100,7 +106,7 @@ type ControllerManager struct {
 // (--member-networks): a member endpoint anywhere else is refused before
 // any packet is sent, and Stop reports it as an error.
 func StartControllerManager(bin string, f *localfed.Federation, dir string, s Settings) (*ControllerManager, error) {
-	return start(bin, dir, "controller-manager", append([]string{"controller-manager",
+	cm, err := start(bin, dir, "controller-manager", append([]string{"controller-manager",
 		"--kubeconfig", f.Host.Kubeconfig,
 		"--member-networks", egress.Loopback.String(),
 		"--health-probe-bind-address", "0",
@@ -108,6 +114,22 @@ func StartControllerManager(bin string, f *localfed.Federation, dir string, s Se
 		"--cluster-health-timeout", s.ProbeTimeout.String(),
 		"--cluster-health-failure-threshold", strconv.Itoa(s.FailureThreshold),
 	}, s.Args...))
+	if err != nil {
+		return nil, err
+	}
+	// The leak scanner watches the clusters the controller-manager works on
+	// while it runs.
+	unwatch, err := watchFederation(f)
+	if err != nil {
+		cm.Kill()
+		return nil, err
+	}
+	keep := cm.release
+	cm.release = func() {
+		keep()
+		unwatch()
+	}
+	return cm, nil
 }
 
 // StartAgent runs `fedwarden agent` with args (its cluster name, host
@@ -149,7 +171,7 @@ func start(bin, dir, name string, args []string) (*ControllerManager, error) {
 			logFile.Close()
 			return nil, fmt.Errorf("starting the %s: %w", name, err)
 		}
-		cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: "http://" + addr + "/metrics", LogPath: logPath}
+		cm := &ControllerManager{cmd: cmd, done: make(chan struct{}), MetricsURL: metricsScheme(args) + "://" + addr + "/metrics", LogPath: logPath}
 		go func() {
 			_ = cmd.Wait()
 			logFile.Close()
@@ -167,6 +189,7 @@ func start(bin, dir, name string, args []string) (*ControllerManager, error) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			if log, _ := os.ReadFile(logPath); bytes.Contains(log, []byte(serving)) {
+				cm.scanLog()
 				return cm, nil
 			}
 		}
@@ -180,10 +203,46 @@ func start(bin, dir, name string, args []string) (*ControllerManager, error) {
 	}
 }
 
+// metricsScheme is the scheme of the metrics endpoint of a process run with
+// args: https with --metrics-secure, whose callers need a token (Metric
+// and Sum scrape plain HTTP only); http otherwise, which the test beds use,
+// on 127.0.0.1 only.
+func metricsScheme(args []string) string {
+	if slices.Contains(args, "--metrics-secure") || slices.Contains(args, "--metrics-secure=true") {
+		return "https"
+	}
+	return "http"
+}
+
 // Kill ends the process with SIGKILL, as a crash would, and waits for it.
 func (cm *ControllerManager) Kill() {
 	_ = cm.cmd.Process.Kill()
 	<-cm.done
+	_ = cm.exited()
+}
+
+// scanLog registers the process's log with the leak scanner, if there is
+// one: its copy is kept when the process exits, as the test's directory
+// goes before the scan.
+func (cm *ControllerManager) scanLog() {
+	s := scanner()
+	if s == nil {
+		cm.release = func() {}
+		return
+	}
+	s.AddLog(logName(cm), cm.LogPath)
+	cm.release = func() { cm.released = s.Keep(logName(cm)) }
+}
+
+// exited ends, once, what the exited process held for the leak scanner,
+// and tells whether its log could be kept.
+func (cm *ControllerManager) exited() error {
+	cm.releaseOnce.Do(func() {
+		if cm.release != nil {
+			cm.release()
+		}
+	})
+	return cm.released
 }
 
 // Stop ends the controller-manager with SIGTERM, killing it after 15 s. It
@@ -201,7 +260,7 @@ func (cm *ControllerManager) Stop() error {
 		<-cm.done
 		err = errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
 	}
-	return errors.Join(err, cm.UnexpectedRefusals())
+	return errors.Join(err, cm.UnexpectedRefusals(), cm.exited())
 }
 
 // ExpectRefusals names clusters whose endpoints a test placed outside
@@ -344,7 +403,11 @@ func ProcessMemory(pid int) (rss, peak int64, err error) {
 // created with the member's rules: what a pod of the agent's Deployment
 // would use. Its token is valid for an hour.
 func WriteAgentMemberKubeconfig(ctx context.Context, member *localfed.Cluster, path string) error {
-	return member.WriteServiceAccountKubeconfig(ctx, corev1beta1.DefaultFederationNamespace, registration.AgentMemberServiceAccountName, path, time.Hour)
+	ns, name := corev1beta1.DefaultFederationNamespace, registration.AgentMemberServiceAccountName
+	if err := member.WriteServiceAccountKubeconfig(ctx, ns, name, path, time.Hour); err != nil {
+		return err
+	}
+	return addMintedToken(path, fmt.Sprintf("ServiceAccount %s/%s of cluster %s (%s)", ns, name, member.Name, member.Endpoint))
 }
 
 // Unthrottled returns a copy of cfg without client-side rate limits:

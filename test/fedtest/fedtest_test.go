@@ -43,3 +43,20 @@ func TestUnexpectedRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsScheme: a process run with --metrics-secure serves HTTPS.
+func TestMetricsScheme(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "http"},
+		{[]string{"--metrics-secure"}, "https"},
+		{[]string{"--metrics-secure=true"}, "https"},
+		{[]string{"--metrics-secure=false"}, "http"},
+	} {
+		if got := metricsScheme(tt.args); got != tt.want {
+			t.Errorf("metricsScheme(%q) = %s, want %s", tt.args, got, tt.want)
+		}
+	}
+}

@@ -35,13 +35,13 @@ func TestAgentSharedObjectsAreJoins(t *testing.T) {
 		t.Errorf("the chart's ClusterRole %s grants\n%+v\njoin's\n%+v", role.Name, role.Rules, want)
 	}
 	var policy admissionregistrationv1.ValidatingAdmissionPolicy
-	find(t, objs, "ValidatingAdmissionPolicy", &policy)
+	findNamed(t, objs, "ValidatingAdmissionPolicy", registration.AgentIsolationPolicyName, &policy)
 	want := registration.IsolationPolicy()
 	if policy.Name != want.Name || !equality.Semantic.DeepEqual(policy.Spec, want.Spec) {
 		t.Errorf("the chart's isolation policy differs from join's (internal/registration/isolation.go):\n%+v\nwant\n%+v", policy.Spec, want.Spec)
 	}
 	var binding admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	find(t, objs, "ValidatingAdmissionPolicyBinding", &binding)
+	findNamed(t, objs, "ValidatingAdmissionPolicyBinding", registration.AgentIsolationPolicyName, &binding)
 	if wantBinding := registration.IsolationPolicyBinding(); binding.Name != wantBinding.Name || !equality.Semantic.DeepEqual(binding.Spec, wantBinding.Spec) {
 		t.Errorf("the chart's policy binding %+v differs from join's %+v", binding.Spec, wantBinding.Spec)
 	}
@@ -70,7 +70,7 @@ func TestAgentIsolationDisabled(t *testing.T) {
 	needHelm(t)
 	t.Parallel()
 	for _, o := range mustRender(t, "--set", "agentIsolation.enabled=false") {
-		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") {
+		if strings.HasPrefix(o.GetKind(), "ValidatingAdmissionPolicy") && o.GetName() == registration.AgentIsolationPolicyName {
 			t.Errorf("agentIsolation.enabled=false renders %s", describe(o))
 		}
 	}

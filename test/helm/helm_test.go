@@ -254,7 +254,9 @@ func dryRunApply(ctx context.Context, c client.Client, obj *unstructured.Unstruc
 func TestLint(t *testing.T) {
 	needHelm(t)
 	t.Parallel()
-	for _, args := range [][]string{nil, {"--set", "metrics.serviceMonitor.enabled=true"}, {"--set", "agentIsolation.enabled=false"},
+	for _, args := range [][]string{nil, {"--set", "metrics.serviceMonitor.enabled=true,metrics.serviceMonitor.insecureSkipVerify=true"},
+		{"--set", "metrics.serviceMonitor.enabled=true,metrics.certSecret=fedwarden-metrics-tls"}, {"--set", "metrics.secure=false,metrics.serviceMonitor.enabled=true"},
+		{"--set", "agentIsolation.enabled=false"},
 		{"--set", "controllerManager.enabled=false,agent.enabled=true,agent.clusterName=east"},
 		{"--set", "agent.enabled=true,agent.clusterName=east,agent.hostNamespace=fed"}} {
 		if _, err := helm(append([]string{"lint", "--strict", chart, "--namespace", namespace}, args...)...); err != nil {
@@ -388,7 +390,7 @@ func TestDeployment(t *testing.T) {
 	if c.Image != "ghcr.io/fedwarden/fedwarden:"+appVersion(t) {
 		t.Errorf("image %s, want ghcr.io/fedwarden/fedwarden tagged with the appVersion %s", c.Image, appVersion(t))
 	}
-	for _, arg := range []string{"controller-manager", "--leader-elect", "--namespace=" + namespace, "--metrics-bind-address=:8080",
+	for _, arg := range []string{"controller-manager", "--leader-elect", "--namespace=" + namespace, "--metrics-bind-address=:8443", "--metrics-secure",
 		"--health-probe-bind-address=:8081", "--default-remediation=Enforce"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %q lack %q", c.Args, arg)
@@ -403,8 +405,11 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 	if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "probes" && p.ContainerPort == 8081 }) ||
-		!slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8080 }) {
-		t.Errorf("ports %+v, want probes 8081 and metrics 8080", c.Ports)
+		!slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" && p.ContainerPort == 8443 }) {
+		t.Errorf("ports %+v, want probes 8081 and metrics 8443", c.Ports)
+	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--metrics-cert-dir") }) || len(c.VolumeMounts) > 0 {
+		t.Errorf("with no metrics.certSecret, args %q and mounts %+v give a metrics certificate", c.Args, c.VolumeMounts)
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v lack a CPU request or a memory limit", c.Resources)
@@ -458,6 +463,19 @@ func TestRBAC(t *testing.T) {
 	var sa corev1.ServiceAccount
 	find(t, objs, "ServiceAccount", &sa)
 
+	for _, want := range []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	} {
+		if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, want) }) {
+			t.Errorf("the ClusterRole lacks %+v, which secure metrics need to check callers", want)
+		}
+	}
+	var reader rbacv1.ClusterRole
+	findNamed(t, objs, "ClusterRole", "fedwarden-metrics-reader", &reader)
+	if want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}; !equality.Semantic.DeepEqual(reader.Rules, want) {
+		t.Errorf("the metrics-reader ClusterRole grants %+v, want only get on /metrics", reader.Rules)
+	}
 	for _, rules := range [][]rbacv1.PolicyRule{cr.Rules, role.Rules} {
 		for _, r := range rules {
 			for _, s := range slices.Concat(r.Verbs, r.Resources, r.APIGroups) {
@@ -556,23 +574,17 @@ func TestValues(t *testing.T) {
 }
 
 // TestServiceMonitor renders the chart with the ServiceMonitor, checks that
-// it scrapes the metrics Service, and that a kube-apiserver with the
-// Prometheus Operator's ServiceMonitor CRD accepts it.
+// it scrapes the metrics Service over HTTPS with Prometheus's token,
+// verifying the certificate when it can, and that a kube-apiserver with the
+// Prometheus Operator's ServiceMonitor CRD accepts it in every mode.
 func TestServiceMonitor(t *testing.T) {
 	needHelm(t)
 	t.Parallel()
-	objs := mustRender(t, "--set", "metrics.serviceMonitor.enabled=true", "--set", "metrics.serviceMonitor.labels.release=prometheus")
+	const certSecret = "fedwarden-metrics-tls"
+	objs := mustRender(t, "--set", "metrics.serviceMonitor.enabled=true,metrics.certSecret="+certSecret, "--set", "metrics.serviceMonitor.labels.release=prometheus")
 	var svc corev1.Service
 	find(t, objs, "Service", &svc)
-	var sm *unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "ServiceMonitor" {
-			sm = o
-		}
-	}
-	if sm == nil {
-		t.Fatal("metrics.serviceMonitor.enabled=true renders no ServiceMonitor")
-	}
+	sm := serviceMonitor(t, objs)
 	if sm.GetAPIVersion() != "monitoring.coreos.com/v1" || sm.GetNamespace() != namespace || sm.GetLabels()["release"] != "prometheus" {
 		t.Errorf("ServiceMonitor %s %s with labels %v, want monitoring.coreos.com/v1 in %s labelled release=prometheus",
 			sm.GetAPIVersion(), describe(sm), sm.GetLabels(), namespace)
@@ -583,9 +595,16 @@ func TestServiceMonitor(t *testing.T) {
 			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service (labels %v) lacks", k, v, svc.Labels)
 		}
 	}
-	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
-	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" || svc.Spec.Ports[0].Name != "metrics" {
-		t.Errorf("the ServiceMonitor scrapes %v, want the Service's port named metrics", endpoints)
+	endpoint := smEndpoint(t, sm)
+	if endpoint["port"] != "metrics" || svc.Spec.Ports[0].Name != "metrics" || svc.Spec.Ports[0].AppProtocol == nil || *svc.Spec.Ports[0].AppProtocol != "https" {
+		t.Errorf("the ServiceMonitor scrapes %v, want the Service's port named metrics, which is https: %+v", endpoint, svc.Spec.Ports)
+	}
+	// Prometheus verifies the certificate with the CA of the Secret, for
+	// the name of the Service, and presents its own ServiceAccount's token.
+	wantTLS := map[string]any{"serverName": svc.Name + "." + namespace + ".svc", "ca": map[string]any{"secret": map[string]any{"name": certSecret, "key": "ca.crt"}}}
+	if endpoint["scheme"] != "https" || endpoint["bearerTokenFile"] != "/var/run/secrets/kubernetes.io/serviceaccount/token" ||
+		!equality.Semantic.DeepEqual(endpoint["tlsConfig"], wantTLS) {
+		t.Errorf("endpoint %v, want https, Prometheus's token and tlsConfig %v", endpoint, wantTLS)
 	}
 	// The host has no Prometheus Operator: the test installs its
 	// ServiceMonitor CRD, so that the API server checks the object against
@@ -593,13 +612,7 @@ func TestServiceMonitor(t *testing.T) {
 	c := installServiceMonitorCRD(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	got, err := dryRunApply(ctx, c, sm)
-	if err != nil {
-		t.Fatalf("the API server refuses the ServiceMonitor: %v", err)
-	}
-	if !equality.Semantic.DeepEqual(got.Object["spec"], sm.Object["spec"]) {
-		t.Errorf("the API server would store spec %v, not the rendered %v: the schema drops or changes fields", got.Object["spec"], sm.Object["spec"])
-	}
+	checkServiceMonitorAccepted(ctx, t, c, sm)
 	// The check can fail: the same API server refuses ServiceMonitors that
 	// break the schema.
 	for _, tt := range []struct {
@@ -623,6 +636,79 @@ func TestServiceMonitor(t *testing.T) {
 				t.Errorf("the API server answers %v to a ServiceMonitor whose endpoint has %s: %v, want a refusal about %s", err, tt.field, tt.value, tt.field)
 			}
 		})
+	}
+	// The other modes.
+	for _, tt := range []struct {
+		name, set string
+		want      map[string]any // fields of the endpoint; nil values must be absent
+		wantErr   string
+	}{
+		{name: "self-signed certificate not accepted", set: "", wantErr: "self-signed certificate, which Prometheus cannot verify"},
+		{name: "self-signed certificate accepted unverified", set: "metrics.serviceMonitor.insecureSkipVerify=true",
+			want: map[string]any{"scheme": "https", "tlsConfig": map[string]any{"insecureSkipVerify": true}}},
+		{name: "own TLS settings", set: "metrics.serviceMonitor.tlsConfig.caFile=/etc/prometheus/ca.crt,metrics.serviceMonitor.tlsConfig.serverName=metrics.example",
+			want: map[string]any{"scheme": "https", "tlsConfig": map[string]any{"caFile": "/etc/prometheus/ca.crt", "serverName": "metrics.example"}}},
+		{name: "token from a Secret", set: "metrics.certSecret=" + certSecret + ",metrics.serviceMonitor.authorization.type=Bearer,metrics.serviceMonitor.authorization.credentials.name=prom-token,metrics.serviceMonitor.authorization.credentials.key=token",
+			want: map[string]any{"bearerTokenFile": nil, "authorization": map[string]any{"type": "Bearer", "credentials": map[string]any{"name": "prom-token", "key": "token"}}}},
+		{name: "plain HTTP", set: "metrics.secure=false", want: map[string]any{"scheme": "http", "tlsConfig": nil, "bearerTokenFile": nil}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			set := "metrics.serviceMonitor.enabled=true"
+			if tt.set != "" {
+				set += "," + tt.set
+			}
+			objs, err := render("--set", set)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("helm template --set %s: %v, want an error saying %q", set, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			sm := serviceMonitor(t, objs)
+			endpoint := smEndpoint(t, sm)
+			for k, w := range tt.want {
+				if got, ok := endpoint[k]; (w == nil && ok) || (w != nil && !equality.Semantic.DeepEqual(got, w)) {
+					t.Errorf("endpoint %s = %v, want %v", k, got, w)
+				}
+			}
+			checkServiceMonitorAccepted(ctx, t, c, sm)
+		})
+	}
+}
+
+// serviceMonitor returns the rendered ServiceMonitor.
+func serviceMonitor(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ServiceMonitor" })
+	if i < 0 {
+		t.Fatal("metrics.serviceMonitor.enabled=true renders no ServiceMonitor")
+	}
+	return objs[i]
+}
+
+// smEndpoint returns the one endpoint of a ServiceMonitor.
+func smEndpoint(t *testing.T, sm *unstructured.Unstructured) map[string]any {
+	t.Helper()
+	endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(endpoints) != 1 {
+		t.Fatalf("the ServiceMonitor has endpoints %v, want one", endpoints)
+	}
+	return endpoints[0].(map[string]any)
+}
+
+// checkServiceMonitorAccepted applies sm with server-side dry-run: the API
+// server must keep its spec as it is.
+func checkServiceMonitorAccepted(ctx context.Context, t *testing.T, c client.Client, sm *unstructured.Unstructured) {
+	t.Helper()
+	got, err := dryRunApply(ctx, c, sm)
+	if err != nil {
+		t.Fatalf("the API server refuses the ServiceMonitor: %v", err)
+	}
+	if !equality.Semantic.DeepEqual(got.Object["spec"], sm.Object["spec"]) {
+		t.Errorf("the API server would store spec %v, not the rendered %v: the schema drops or changes fields", got.Object["spec"], sm.Object["spec"])
 	}
 }
 

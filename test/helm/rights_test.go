@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"os"
@@ -41,7 +42,7 @@ func TestControllerManagerWorksWithTheChartsRights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin, cm := startWithChartsRights(t, admin)
+	bin, cm, metricsCA := startWithChartsRights(t, admin)
 	run := func(args ...string) {
 		t.Helper()
 		r, err := fedtest.Run(t.Context(), bin, args...)
@@ -72,6 +73,9 @@ func TestControllerManagerWorksWithTheChartsRights(t *testing.T) {
 	if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("the Lease has no holder: %+v", lease.Spec)
 	}
+	t.Run("NoSecretLeaves: metrics need authentication and authorization", func(t *testing.T) {
+		checkMetricsNeedAuthorization(t, cm, metricsCA)
+	})
 	log, err := os.ReadFile(cm.LogPath)
 	if err != nil {
 		t.Fatal(err)
@@ -86,12 +90,14 @@ func TestControllerManagerWorksWithTheChartsRights(t *testing.T) {
 // startWithChartsRights applies the chart's ServiceAccount and RBAC to the
 // host, and starts the controller-manager built from this tree with the
 // chart's arguments, as that ServiceAccount; it waits until the
-// controller-manager answers the probes the chart's Deployment uses. It
-// returns the fedwarden binary and the controller-manager, stopped at the
-// end of the test.
-func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.ControllerManager) {
+// controller-manager answers the probes the chart's Deployment uses. The
+// chart is rendered with metricsValues: its metrics certificate, issued by
+// a CA of the test, is mounted where the Deployment says. It returns the
+// fedwarden binary, the controller-manager, stopped at the end of the test,
+// and the CA of its metrics certificate.
+func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.ControllerManager, *x509.CertPool) {
 	t.Helper()
-	objs := mustRender(t)
+	objs := mustRender(t, metricsValues...)
 	for _, obj := range objs {
 		if slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, obj.GetKind()) {
 			err := admin.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner("helm"), client.ForceOwnership)
@@ -118,13 +124,25 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The chart's arguments, but for the addresses: several controller-
-	// managers may run on this machine.
+	// The chart's arguments, but for the addresses (several controller-
+	// managers may run on this machine) and the certificate's directory.
 	args := []string{"--kubeconfig", kubeconfig, "--health-probe-bind-address", "127.0.0.1:" + strconv.Itoa(probePort)}
+	var metricsCA *x509.CertPool
 	for _, arg := range d.Spec.Template.Spec.Containers[0].Args[1:] {
-		if !strings.HasPrefix(arg, "--metrics-bind-address=") && !strings.HasPrefix(arg, "--health-probe-bind-address=") {
+		switch {
+		case strings.HasPrefix(arg, "--metrics-bind-address="), strings.HasPrefix(arg, "--health-probe-bind-address="):
+		case strings.HasPrefix(arg, "--metrics-cert-dir="):
+			certs := filepath.Join(dir, "metrics-certs")
+			if metricsCA, err = writeMetricsCertificate(certs); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "--metrics-cert-dir="+certs)
+		default:
 			args = append(args, arg)
 		}
+	}
+	if metricsCA == nil {
+		t.Fatalf("the Deployment's arguments %q give no --metrics-cert-dir with metrics.certSecret", d.Spec.Template.Spec.Containers[0].Args)
 	}
 	cm, err := fedtest.StartControllerManager(bin, fed, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3, Args: args})
 	if err != nil {
@@ -146,7 +164,7 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 			return probe(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", probePort, p.HTTPGet.Path))
 		})
 	}
-	return bin, cm
+	return bin, cm, metricsCA
 }
 
 // checkPropagates creates a FederatedConfigMap placed on member-1 and

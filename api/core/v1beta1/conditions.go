@@ -68,6 +68,13 @@ const (
 	ReasonPropagationDisabled = "PropagationDisabled"
 	// ReasonTypeNotServed: the target or federated type is not served by the host.
 	ReasonTypeNotServed = "TypeNotServed"
-	// ReasonControllerFailed: the propagation controller could not be started.
+	// ReasonControllerStarting: the propagation controller was started and
+	// waits for its first list of the federated resources; a type stays
+	// here, NotRunning, while that list fails (the message says why, for
+	// example the controller-manager may not list the kind).
+	ReasonControllerStarting = "ControllerStarting"
+	// ReasonControllerFailed: the propagation controller could not be
+	// started, cannot list the federated resources, or stopped with an
+	// error; the message has the error. It is started again.
 	ReasonControllerFailed = "ControllerFailed"
 )

@@ -68,6 +68,20 @@ type ClusterPropagatedVersionSpec struct {
 	// +optional
 	Clusters []PlacedCluster `json:"clusters,omitempty"`
 
+	// Removals are the host's instructions to Pull clusters' agents to
+	// delete their copies: each names a Pull cluster the resource left that
+	// still reports an entry in status.clusterVersions. The CPV keeps the
+	// cluster's label placed.fedwarden.io/<cluster> while its removal is
+	// pending, so that the agent still sees the CPV; the agent deletes its
+	// copy, then its entry, and the host then drops the removal and the
+	// label. An agent deletes its copy only when told so here, or when the
+	// federated resource is deleted: never because a CPV is missing.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	Removals []Removal `json:"removals,omitempty"`
+
 	// Spread records the spec.placement.spreadConstraints that clusters
 	// was decided under. A cluster that holds a copy and that a spread
 	// constraint leaves out loses the copy only when the user changed the
@@ -99,6 +113,12 @@ type PlacedCluster struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+}
+
+// Removal tells a Pull cluster's agent to delete its copy of the resource.
+type Removal struct {
+	// Name of the Pull cluster's FederatedCluster.
+	Name ClusterName `json:"name"`
 }
 
 // ClusterVersion is what one member cluster really has.

@@ -358,6 +358,16 @@ const (
 	// has no FederatedNamespace (while namespaces are federated) goes to no
 	// cluster, as in KubeFed.
 	ReasonNamespaceNotFederated = "NamespaceNotFederated"
+	// ReasonNameNotNamespace: a FederatedNamespace is named after a
+	// namespace other than the one it lives in. It federates only its own
+	// namespace, so it is not synced at all: nothing is written to or
+	// deleted from any cluster (a tenant cannot reach another namespace).
+	ReasonNameNotNamespace = "NameNotNamespace"
+	// ReasonSystemNamespace: a FederatedNamespace of a kube-* namespace
+	// (kube-system, kube-public, kube-node-lease...). Fedwarden never
+	// adopts, writes or deletes such a namespace in a member; the
+	// FederatedNamespace still restricts where the namespace's resources go.
+	ReasonSystemNamespace = "SystemNamespace"
 )
 
 // Outcomes of propagation in one cluster, used in status.clusters[].reason.
@@ -397,9 +407,14 @@ const (
 	// AnnotationDesiredHash on a member copy: the content hash of what was
 	// written, so that unchanged content is never written again.
 	AnnotationDesiredHash = "fedwarden.io/desired-hash"
-	// AnnotationCreatedNamespace marks a member Namespace that propagation
-	// created for a namespaced resource; a FederatedNamespace may take it
-	// over without opting in to adoption.
+	// AnnotationCreatedNamespace marks a member Namespace that Fedwarden
+	// created: for a namespaced resource, or for a FederatedNamespace. It
+	// is set once, when the namespace is created, and never by an apply. A
+	// FederatedNamespace may take such a namespace over without opting in
+	// to adoption, and only such a namespace is deleted when its
+	// FederatedNamespace leaves the cluster; any other (adopted) namespace
+	// is released: its managed label and Fedwarden's annotations are
+	// removed, and it stays with what it holds.
 	AnnotationCreatedNamespace = "fedwarden.io/created-for-propagation"
 	// FinalizerSync is set on federated resources so that their member
 	// copies are deleted with them.
@@ -409,7 +424,8 @@ const (
 	// (`fedwarden resync` and Kyverno policies set it).
 	AnnotationResync = "kubefed.io/resync"
 	// LabelPlacedPrefix starts a label of a ClusterPropagatedVersion per
-	// cluster in its spec.clusters (placed.fedwarden.io/<cluster>), so that a
-	// Pull cluster's agent watches only the CPVs placed on it.
+	// cluster in its spec.clusters or spec.removals
+	// (placed.fedwarden.io/<cluster>), so that a Pull cluster's agent
+	// watches only the CPVs placed on it or telling it to remove its copy.
 	LabelPlacedPrefix = "placed.fedwarden.io/"
 )

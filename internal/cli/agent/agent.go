@@ -17,6 +17,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/agent"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
@@ -30,6 +31,7 @@ type options struct {
 	hostBurst      int
 	memberQPS      float32
 	memberBurst    int
+	metrics        metricsendpoint.Options
 	agent          agent.Options
 	zap            zap.Options
 }
@@ -50,6 +52,10 @@ and does there what the host's controller-manager does for Push clusters:
   - it renews the Lease fedwarden-agent-NAME in the host's control-plane namespace;
     the host marks the cluster Ready while the Lease is renewed in time.
 
+With --metrics-secure, /metrics is HTTPS and answers only callers this cluster's
+API server authenticates and authorizes to get /metrics; the agent's identity
+here then needs the right to create tokenreviews and subjectaccessreviews.
+
 The host never connects to the member. When the host cannot be reached, the agent
 keeps its cluster's copies as they are, goes on healing local drift from what it
 last read, and reports once the host is back.
@@ -69,7 +75,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			RenewInterval: 10 * time.Second,
 			Propagation:   propagation.DefaultOptions(),
 		},
-		zap: zap.Options{DestWriter: s.ErrOut},
+		metrics: metricsendpoint.Options{BindAddress: ":8080"},
+		zap:     zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := cmdline.Setup(&cobra.Command{
 		Use:         "agent --cluster-name NAME --host-kubeconfig FILE",
@@ -86,6 +93,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Scrapers run in this cluster: its API server checks them.
+			o.agent.Metrics = o.metrics.Server(member)
 			return agent.Run(cmd.Context(), host, member, o.agent)
 		},
 	})
@@ -102,9 +111,9 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.StringVar(&o.context, "context", "", "context of --kubeconfig (default: its current context)")
 	f.StringVar(&o.agent.Namespace, "namespace", o.agent.Namespace, "the host's control-plane namespace, where the agent's Lease is")
 	f.StringVar(&o.agent.Holder, "holder-identity", "", "who holds the Lease (default: the host name, which is the pod name in a pod)")
-	f.DurationVar(&o.agent.LeaseDuration, "lease-duration", o.agent.LeaseDuration, "how long the host waits for a Lease renewal before it marks the cluster not Ready")
+	f.DurationVar(&o.agent.LeaseDuration, "lease-duration", o.agent.LeaseDuration, "how long the host waits for a Lease renewal before it marks the cluster not Ready (10s to 10m: the host's admission policy refuses others)")
 	f.DurationVar(&o.agent.RenewInterval, "lease-renew-interval", o.agent.RenewInterval, "how often the Lease is renewed")
-	f.StringVar(&o.agent.MetricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint; 0 disables it")
+	o.metrics.AddFlags(f, "this cluster")
 	f.StringVar(&o.agent.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
 	f.IntVar(&o.agent.Propagation.Workers, "workers", o.agent.Propagation.Workers, "federated resources of one type synced at the same time")
 	f.DurationVar(&o.agent.Propagation.RetryPeriod, "retry-period", o.agent.Propagation.RetryPeriod, "how soon a resource that could not be written is synced again")
@@ -133,6 +142,9 @@ func (o *options) validate() error {
 	}
 	if o.hostQPS <= 0 || o.hostBurst < 1 || o.memberQPS <= 0 || o.memberBurst < 1 {
 		return fmt.Errorf("--host-api-qps, --host-api-burst, --kube-api-qps and --kube-api-burst must be positive")
+	}
+	if err := o.metrics.Validate(); err != nil {
+		return err
 	}
 	return o.agent.Validate()
 }

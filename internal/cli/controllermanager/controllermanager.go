@@ -24,12 +24,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -45,7 +45,7 @@ type options struct {
 	kubeconfig     string
 	context        string
 	namespace      string
-	metricsAddr    string
+	metrics        metricsendpoint.Options
 	probeAddr      string
 	leaderElect    bool
 	leaderElectID  string
@@ -67,6 +67,7 @@ type options struct {
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{
 		namespace: corev1beta1.DefaultFederationNamespace,
+		metrics:   metricsendpoint.Options{BindAddress: ":8080"},
 		health: cluster.Options{
 			Period:     10 * time.Second,
 			Timeout:    3 * time.Second,
@@ -76,7 +77,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		propagation: propagation.DefaultOptions(),
 		zap:         zap.Options{DestWriter: s.ErrOut},
 	}
-	cmd := &cobra.Command{
+	cmd := cmdline.Setup(&cobra.Command{
 		Use:   "controller-manager",
 		Short: "Run the host-side controllers: cluster health, federation and propagation",
 		Long: "Runs Fedwarden's host-side controllers against the host cluster:\n" +
@@ -95,7 +96,11 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"    watch events (and every --resync-period), recorded per cluster in the CPV, and\n" +
 			"    re-applied or only reported (driftPolicy, --default-remediation).\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
-			"--health-probe-bind-address. With --leader-elect, several replicas may run; one works.",
+			"--health-probe-bind-address. With --metrics-secure, /metrics is HTTPS, and answers only\n" +
+			"callers the host's API server authenticates and authorizes to get /metrics (the Helm\n" +
+			"chart's default; its ClusterRole fedwarden-metrics-reader grants that); it needs the\n" +
+			"right to create tokenreviews and subjectaccessreviews. With --leader-elect, several\n" +
+			"replicas may run; one works.",
 		Args:        cmdline.NoArgs,
 		Annotations: map[string]string{streams.AnnotationOwnLogger: ""},
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -104,12 +109,12 @@ func NewCommand(s streams.IO) *cobra.Command {
 			}
 			return run(cmd.Context(), o)
 		},
-	}
+	})
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the host cluster (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringVar(&o.context, "context", "", "kubeconfig context of the host cluster (default: the current context)")
 	f.StringVar(&o.namespace, "namespace", o.namespace, "control-plane namespace: member credential Secrets and the leader-election Lease live here")
-	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus /metrics endpoint; 0 disables it")
+	o.metrics.AddFlags(f, "the host")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
@@ -139,6 +144,9 @@ func NewCommand(s streams.IO) *cobra.Command {
 }
 
 func (o *options) validate() error {
+	if err := o.metrics.Validate(); err != nil {
+		return err
+	}
 	o.health.Namespace = o.namespace
 	if err := o.health.Validate(); err != nil {
 		return fmt.Errorf("cluster health flags: %w", err)
@@ -185,7 +193,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: o.metricsAddr},
+		Metrics:                       o.metrics.Server(nil),
 		HealthProbeBindAddress:        o.probeAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              o.leaderElectID,
@@ -215,7 +223,8 @@ func run(ctx context.Context, o *options) error {
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
 	}
-	ctrl.Log.Info("Starting the controller manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "memberNetworks", o.networks.String())
+	ctrl.Log.Info("Starting the controller manager", "namespace", o.namespace, "leaderElection", o.leaderElect, "memberNetworks", o.networks.String(),
+		"metricsSecure", o.metrics.Secure)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the controller manager: %w", err)
 	}

@@ -36,6 +36,8 @@ type input struct {
 	policy drift.Policy
 	// versions the host is at.
 	versions versions
+	// redact replaces the values of a Secret by markers (redactSecret).
+	redact bool
 }
 
 // verdict is how one cluster's copy compares.
@@ -70,6 +72,9 @@ func compare(in input) (verdict, error) {
 	for _, p := range hidden {
 		remove(shown.Object, p)
 		remove(live, p)
+	}
+	if in.redact {
+		redactSecret(shown.Object, live)
 	}
 	text, err := unified(shown.Object, live, in.location)
 	if err != nil {

@@ -41,6 +41,7 @@ type options struct {
 	timeout      time.Duration
 	memberNets   []string
 	networks     egress.Networks
+	showSecrets  bool
 }
 
 const long = `Diff compares a federated resource's copies in its member clusters with what
@@ -63,6 +64,14 @@ when the copy carries other versions than the host's. Only clusters that
 differ are printed.
 Which clusters were compared, and how each compares, goes to stderr.
 
+A Secret's values are not printed: on both sides, each value of data and
+stringData is shown as <redacted: N bytes>, and on the live side as
+<redacted: N bytes, differs> when it is not the desired value; so are the
+annotation kubectl.kubernetes.io/last-applied-configuration, which holds the
+data, and any other annotation that holds one of the values (of 4 bytes or
+more). Keys stay visible, so the diff tells which values changed.
+--show-secrets prints the values instead.
+
 Diff reads the members with the credentials the host keeps for them, the way
 the controller does: your identity in the host needs get on FederatedClusters
 and on Secrets in the control-plane namespace (--control-plane-namespace).
@@ -82,7 +91,10 @@ const example = `  # Compare the FederatedDeployment web of namespace shop in ev
   fedwarden diff federateddeployment/web -n shop
 
   # Only in cluster-a
-  fedwarden diff deployment/web -n shop --cluster cluster-a`
+  fedwarden diff deployment/web -n shop --cluster cluster-a
+
+  # A FederatedSecret: which keys differ, their values redacted
+  fedwarden diff federatedsecret/db-credentials -n shop`
 
 // NewCommand returns `fedwarden diff`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -109,6 +121,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
 		"control-plane namespace of the host: the members' credential Secrets, and the ClusterPropagatedVersions of cluster-scoped resources")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host or a member may take")
+	f.BoolVar(&o.showSecrets, "show-secrets", false, "print the values of a Secret's data and stringData, and the annotations that hold them, instead of redacting them: "+
+		"this reveals secret values on your terminal and in whatever records it")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; "+
 		"a member outside them is reported as an error without being contacted (default: any address)")
 	return cmd

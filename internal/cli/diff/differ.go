@@ -34,7 +34,9 @@ type differ struct {
 	members      *members
 	controlPlane string
 	timeout      time.Duration
-	out, errOut  io.Writer
+	// showSecrets prints a Secret's values rather than redacting them.
+	showSecrets bool
+	out, errOut io.Writer
 }
 
 func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
@@ -49,7 +51,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 	}
 	return &differ{
 		host: c, disco: disco, members: newMembers(c, o.controlPlane, o.networks), controlPlane: o.controlPlane,
-		timeout: o.timeout, out: s.Out, errOut: s.ErrOut,
+		timeout: o.timeout, showSecrets: o.showSecrets, out: s.Out, errOut: s.ErrOut,
 	}, nil
 }
 
@@ -216,6 +218,7 @@ func (d *differ) compare(ctx context.Context, r *federated, pc typesv1beta1.Plac
 		live:     live,
 		policy:   drift.PolicyFor(r.policy, name, typesv1beta1.RemediationEnforce),
 		versions: versions{template: string(r.cpv.Status.TemplateVersion), override: string(r.cpv.Status.OverrideVersion)},
+		redact:   isSecret(r.kind.Type.Target) && !d.showSecrets,
 	})
 }
 

@@ -285,7 +285,9 @@ func checkAgentRights(ctx context.Context, t *testing.T, admin, agent client.Cli
 	}
 	cpv := &typesv1beta1.ClusterPropagatedVersion{
 		ObjectMeta: metav1.ObjectMeta{Namespace: cpvNS, Name: "configmap-settings"},
-		Spec:       typesv1beta1.ClusterPropagatedVersionSpec{Template: "settings"},
+		// Placed on the agent's cluster: the agent may write its entry only
+		// there.
+		Spec: typesv1beta1.ClusterPropagatedVersionSpec{Template: "settings", Clusters: []typesv1beta1.PlacedCluster{{Name: cluster}}},
 	}
 	if err := admin.Create(ctx, cpv); err != nil {
 		t.Fatal(err)

@@ -7,5 +7,6 @@
 // Plugins are optimisations: only an IntentPlugin's verdicts (the user's
 // placement) drop a cluster that holds a copy; any other verdict keeps it
 // (Decision.Kept), so that a change in the clusters' state never deletes a
-// running copy.
+// running copy. A Restriction of one decision (the clusters a namespace is
+// federated to) runs as the first Filter, under the same rule.
 package framework

@@ -176,8 +176,9 @@ func clusterNamed(cs []ScoredCluster, name string) ScoredCluster {
 // a plugin rules out for their state that keep their copy; a plugin Error
 // fails the whole decision.
 func (f *Framework) filter(s *State, d *Decision) (feasible, kept []*Cluster, failure *Verdict) {
+	filters := f.filtersFor(s)
 	for _, c := range s.Clusters {
-		v, p, code := f.filterOne(s, c)
+		v, p, code := filterOne(s, filters, c)
 		switch {
 		case code == Error:
 			return nil, nil, &Verdict{Plugin: v.Plugin, Reasons: v.Reasons}
@@ -196,9 +197,9 @@ func (f *Framework) filter(s *State, d *Decision) (feasible, kept []*Cluster, fa
 // filterOne runs the Filter plugins on c, those that express the user's
 // intent first: a cluster the user excludes is ruled out as such, whatever
 // its state.
-func (f *Framework) filterOne(s *State, c *Cluster) (*Verdict, Plugin, Code) {
+func filterOne(s *State, filters []FilterPlugin, c *Cluster) (*Verdict, Plugin, Code) {
 	for _, intent := range []bool{true, false} {
-		for _, p := range f.filters {
+		for _, p := range filters {
 			if isIntent(s, p) != intent {
 				continue
 			}

@@ -188,11 +188,12 @@ func TestStateVerdictsKeepCopies(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name     string
-		plugins  []*named
-		want     []string // name=replicas, "-" for the template's
-		kept     []string
-		ruledOut []string
+		name        string
+		plugins     []*named
+		restriction *Restriction
+		want        []string // name=replicas, "-" for the template's
+		kept        []string
+		ruledOut    []string
 	}{
 		{
 			name:     "a state filter keeps the clusters that hold a copy",
@@ -230,6 +231,35 @@ func TestStateVerdictsKeepCopies(t *testing.T) {
 			want:     []string{"c=-"},
 			ruledOut: []string{"a: Spread: too many", "b: Spread: not chosen", "gone: Spread: not chosen"},
 		},
+		{
+			name:        "a restriction about state keeps the clusters that hold a copy",
+			restriction: &Restriction{Plugin: "FederatedNamespace", Clusters: []string{"c"}, Reason: "namespace shop is not federated"},
+			want:        []string{"a=6", "b=-", "c=-"},
+			kept:        []string{"a: FederatedNamespace: namespace shop is not federated", "b: FederatedNamespace: namespace shop is not federated"},
+			ruledOut:    []string{"gone: FederatedNamespace: namespace shop is not federated"},
+		},
+		{
+			name:        "a restriction that is the user's intent removes the copy",
+			restriction: &Restriction{Plugin: "FederatedNamespace", Clusters: []string{"b", "c"}, Reason: "namespace shop is not federated to it", Intent: true},
+			want:        []string{"b=-", "c=-"},
+			ruledOut:    []string{"a: FederatedNamespace: namespace shop is not federated to it", "gone: FederatedNamespace: namespace shop is not federated to it"},
+		},
+		{
+			name:        "the placement's intent wins over a restriction about state",
+			plugins:     []*named{{name: "Affinity", intent: true, out: map[string]string{"a": "not in clusters"}}},
+			restriction: &Restriction{Plugin: "FederatedNamespace", Reason: "namespace shop is not federated"},
+			want:        []string{"b=-"},
+			kept:        []string{"b: FederatedNamespace: namespace shop is not federated"},
+			ruledOut:    []string{"a: Affinity: not in clusters", "c: FederatedNamespace: namespace shop is not federated", "gone: FederatedNamespace: namespace shop is not federated"},
+		},
+		{
+			name:        "a state restriction is judged before the state plugins",
+			plugins:     []*named{{name: "Capacity", out: map[string]string{"a": "too small"}}},
+			restriction: &Restriction{Plugin: "FederatedNamespace", Clusters: []string{"b"}, Reason: "namespace shop is not federated"},
+			want:        []string{"a=6", "b=-"},
+			kept:        []string{"a: FederatedNamespace: namespace shop is not federated"},
+			ruledOut:    []string{"c: FederatedNamespace: namespace shop is not federated", "gone: FederatedNamespace: namespace shop is not federated"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +272,7 @@ func TestStateVerdictsKeepCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := fw.Schedule(&State{Workload: &Workload{}, Clusters: clusters()})
+			d := fw.Schedule(&State{Workload: &Workload{}, Clusters: clusters(), Restriction: tt.restriction})
 			var got, kept, ruledOut []string
 			for _, p := range d.Clusters {
 				n := "-"

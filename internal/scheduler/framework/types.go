@@ -87,6 +87,9 @@ func (c *Cluster) PreviousReplicas(w *Workload) int64 {
 type State struct {
 	Workload *Workload
 	Clusters []*Cluster
+	// Restriction, when set, keeps the workload to some clusters; it runs
+	// as the first Filter (see Restriction).
+	Restriction *Restriction
 
 	memo map[string]any
 }
