@@ -5,7 +5,7 @@ BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify test test-unit up fmt vet clean
+.PHONY: all build tools generate verify test test-unit test-race fuzz up fmt vet clean
 
 all: build
 
@@ -39,6 +39,29 @@ verify: generate
 ## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd
 test: tools
 	FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+
+## test-race: the tests under internal/ with the race detector: those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests (e2e, chaos and bench run the fedwarden binary, not built with -race)
+test-race: tools
+	FEDWARDEN_BIN_DIR=$(BIN) go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+
+RACE_PACKAGES ?= ./internal/...
+
+## fuzz: each fuzz target for FUZZTIME (default 20s) from its checked-in corpus, one go test per target (Go fuzzes one at a time), FUZZ_PARALLEL workers (default 1)
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t##*:} in $${t%%:*} for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$${t##*:}\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZ_PARALLEL) ./$${t%%:*}; \
+	done
+
+FUZZTIME ?= 20s
+FUZZ_PARALLEL ?= 1
+FUZZ_TARGETS := \
+	internal/propagation:FuzzRender \
+	internal/propagation:FuzzPlace \
+	internal/propagation:FuzzVersions \
+	internal/propagation:FuzzCPVStatus \
+	internal/drift:FuzzDetect \
+	internal/scheduler/plugins/replicadivision:FuzzAssign
 
 ## up: a local federation with samples (builds what is missing first); UP_FLAGS adds flags, e.g. UP_FLAGS='--members 2'
 up: build

@@ -47,3 +47,25 @@ func changedPaths(res clusterResult) []string {
 	paths, _ := drift.Paths(res.changes)
 	return paths
 }
+
+// recordFailures emits a Warning Event on fed for each cluster whose copy
+// could not be rendered or written (its reason, ApplyFailed or
+// AlreadyExists, is the Event's), when that failure is new or its message
+// changed: the Propagated condition holds the same message, bounded.
+// Unreachable clusters are left to the FederatedCluster's own conditions,
+// so that an outage does not raise one Event per resource.
+func (r *Reconciler) recordFailures(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
+	if r.recorder == nil {
+		return
+	}
+	for _, res := range results {
+		if res.fromAgent || (res.state != typesv1beta1.ApplyFailed && res.state != typesv1beta1.AlreadyExists) {
+			continue
+		}
+		prev := in.previous[res.name]
+		if prev.State == res.state && prev.Message == bounded(res.message, 1024) {
+			continue
+		}
+		r.recorder.Eventf(fed, nil, "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
+	}
+}

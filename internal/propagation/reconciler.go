@@ -2,7 +2,6 @@ package propagation
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -73,24 +72,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return r.reconcileNormal(ctx, fed)
 }
 
-// addFinalizer adds the sync finalizer to fed, if it lacks it, while the
-// caller goes on; the returned function waits for the write and returns its
-// error. The members are written meanwhile, so that a new resource reaches
-// them without waiting for a host write.
-func (r *Reconciler) addFinalizer(ctx context.Context, fed *unstructured.Unstructured) func() error {
+// addFinalizer adds the sync finalizer to fed, if it lacks it.
+func (r *Reconciler) addFinalizer(ctx context.Context, fed *unstructured.Unstructured) error {
 	if controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
-		return func() error { return nil }
+		return nil
 	}
 	obj := fed.DeepCopy()
-	done := make(chan error, 1)
-	go func() {
-		before := obj.DeepCopy()
-		controllerutil.AddFinalizer(obj, typesv1beta1.FinalizerSync)
-		// The finalizer list is replaced as a whole: fail rather than drop
-		// a finalizer someone added since the cache was filled.
-		done <- r.client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	}()
-	return func() error { return <-done }
+	before := obj.DeepCopy()
+	controllerutil.AddFinalizer(obj, typesv1beta1.FinalizerSync)
+	// The finalizer list is replaced as a whole: fail rather than drop a
+	// finalizer someone added since the cache was filled.
+	return r.client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 }
 
 // deleted tells, reading the host rather than the cache, whether fed is
@@ -99,30 +91,6 @@ func (r *Reconciler) deleted(ctx context.Context, fed *unstructured.Unstructured
 	live := r.typ.newFederated()
 	err := r.reader.Get(ctx, client.ObjectKeyFromObject(fed), live)
 	return apierrors.IsNotFound(err) || (err == nil && !live.GetDeletionTimestamp().IsZero())
-}
-
-// abandon undoes the writes of a sync whose resource turned out to be
-// deleted before its finalizer could be added: nothing would delete those
-// copies later.
-func (r *Reconciler) abandon(ctx context.Context, fed *unstructured.Unstructured, results []clusterResult, set clusterSet) error {
-	var errs []error
-	for _, res := range results {
-		if !res.written || res.object == nil {
-			continue
-		}
-		member, failed := r.reach(res.name, set[res.name])
-		if failed != nil {
-			errs = append(errs, fmt.Errorf("cluster %s: %s", res.name, failed.message))
-			continue
-		}
-		if err := r.removeCopy(ctx, member, res.object); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s %s was deleted while it was being propagated; deleting its new copies: %w", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), errors.Join(errs...))
-	}
-	return nil
 }
 
 // clusterSet is the joined clusters by name.
@@ -160,6 +128,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err != nil {
 		return reconcile.Result{}, err
 	}
+	// The finalizer lands before anything is written for the resource: a
+	// copy never exists without it, so that a crash between the first
+	// member write and the finalizer cannot leave copies that nothing would
+	// delete once the resource is (TestKilledThreeTimesDuringABulkCreate).
+	if err := r.addFinalizer(ctx, fed); err != nil {
+		if r.deleted(ctx, fed) {
+			// Gone, or being deleted (no finalizer may be added then):
+			// nothing was written for it.
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
+	}
 	// The members are written before the CPV is created or updated, so that
 	// a new resource reaches them after a single host write (the finalizer);
 	// a CPV that does not exist yet has no versions, and the first are 1.
@@ -172,15 +152,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	in := newSyncInput(fed, spec, cpv, t)
 	in.joined = set
 	in.keptByNamespace = t.keptByNamespace
-	finalized := r.addFinalizer(ctx, fed)
 	results := r.syncAll(ctx, in, t.names, set)
-	if err := finalized(); err != nil {
-		if r.deleted(ctx, fed) {
-			// Gone, or being deleted (no finalizer may be added then).
-			return reconcile.Result{}, r.abandon(ctx, fed, results, set)
-		}
-		return reconcile.Result{}, fmt.Errorf("adding the finalizer: %w", err)
-	}
 	results, t = dropGone(results, t)
 	results = append(results, r.removeUnplaced(ctx, fed, t.names, cpv, set)...)
 	if cpv, err = r.ensureCPV(ctx, fed, cpv, t, set); err != nil {
@@ -188,6 +160,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	}
 	r.recordDecision(fed, t)
 	r.recordDrift(fed, in, results)
+	r.recordFailures(fed, in, results)
 	r.drifted.set(client.ObjectKeyFromObject(fed), results)
 	return r.writeStatuses(ctx, fed, cpv, rsp, in, t, results)
 }

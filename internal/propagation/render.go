@@ -137,11 +137,14 @@ func applyOverrides(obj map[string]any, overrides []typesv1beta1.Override) (map[
 		}
 		patchOp := map[string]any{"op": op, "path": o.Path}
 		if op != "remove" {
+			// Without a value the patch would write null, which the member
+			// reads as "unset" and defaults: a silent change, not the intent.
+			if o.Value == nil || len(o.Value.Raw) == 0 || string(o.Value.Raw) == "null" {
+				return nil, fmt.Errorf("override %d (%s %s) has no value: %s needs one (to delete a field, use op: remove)", i, op, o.Path, op)
+			}
 			var value any
-			if o.Value != nil {
-				if err := json.Unmarshal(o.Value.Raw, &value); err != nil {
-					return nil, fmt.Errorf("override %d (%s %s): decoding the value: %w", i, op, o.Path, err)
-				}
+			if err := json.Unmarshal(o.Value.Raw, &value); err != nil {
+				return nil, fmt.Errorf("override %d (%s %s): decoding the value: %w", i, op, o.Path, err)
 			}
 			patchOp["value"] = value
 		}

@@ -121,6 +121,9 @@ func TestRenderOverrideErrorsNameTheOverride(t *testing.T) {
 		{"index out of range", typesv1beta1.Override{Path: "/spec/template/spec/containers/5/image", Value: value}, "override 0 (replace /spec/template/spec/containers/5/image)"},
 		{"replace of a missing field", typesv1beta1.Override{Path: "/spec/paused", Value: value}, "does not apply to the template"},
 		{"remove of a missing field", typesv1beta1.Override{Op: "remove", Path: "/metadata/labels/nope"}, "override 0 (remove /metadata/labels/nope)"},
+		{"add without a value", typesv1beta1.Override{Op: "add", Path: "/metadata/labels/tier"}, "override 0 (add /metadata/labels/tier) has no value"},
+		{"replace without a value", typesv1beta1.Override{Path: "/spec/replicas"}, "override 0 (replace /spec/replicas) has no value"},
+		{"replace with null", typesv1beta1.Override{Path: "/spec/replicas", Value: &apiextensionsv1.JSON{Raw: []byte("null")}}, "has no value"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"encoding/json"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -80,11 +81,16 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v versi
 		// The resourceVersion is recorded when Fedwarden wrote the copy or
 		// its spec changed (a new generation), not for each status update
 		// the member's own controllers make, which would rewrite the CPV
-		// every time a Deployment's replica counts move.
-		if res.written || prev.Version == "" || prev.ObservedGeneration != res.object.GetGeneration() {
+		// every time a Deployment's replica counts move. A kind without
+		// generations (ConfigMap, Secret) has no such status: each of its
+		// resourceVersions is a write, recorded even when this sync did not
+		// make it (the status write of the sync that did was lost to a host
+		// that was down, or undone by one that read a stale CPV).
+		gen := res.object.GetGeneration()
+		if res.written || prev.Version == "" || prev.ObservedGeneration != gen || gen == 0 {
 			cv.Version = res.object.GetResourceVersion()
 		}
-		cv.ObservedGeneration = res.object.GetGeneration()
+		cv.ObservedGeneration = gen
 		a := res.object.GetAnnotations()
 		cv.TemplateVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationTemplateVersion])
 		cv.OverrideVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationOverrideVersion])
@@ -144,11 +150,19 @@ func setCondition(conds *[]metav1.Condition, typ string, status bool, reason, me
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
 }
 
+// bounded cuts s to at most n bytes, marking the cut with "…". It cuts
+// between runes: a rune cut in two would be valid UTF-8 no more, and the
+// API server would store it otherwise than written (so every sync would
+// see a change to write).
 func bounded(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-len("…")] + "…"
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // federatedStatus returns the federated resource's status after a sync.

@@ -68,3 +68,32 @@ func TestCPVStatus(t *testing.T) {
 		t.Errorf("healed status = %+v", healed)
 	}
 }
+
+// A sync that finds a copy current without writing it records the copy's
+// resourceVersion for a kind without generations (a ConfigMap: the entry
+// may be stale, its sync's status write lost), and keeps the recorded one
+// for a status update by the member's own controllers (a Deployment whose
+// generation did not move).
+func TestClusterVersionRecordsWhatTheSyncDidNotWrite(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	v := versions{template: "1", override: "3"}
+	tests := []struct {
+		name   string
+		prev   typesv1beta1.ClusterVersion
+		copy   *unstructured.Unstructured
+		wantRV string
+	}{
+		{"a ConfigMap written by a sync whose status was lost", typesv1beta1.ClusterVersion{Version: "1481", TemplateVersion: "1", OverrideVersion: "2"}, memberCopy("2171", 0, "1", "3"), "2171"},
+		{"a ConfigMap healed at the same versions", typesv1beta1.ClusterVersion{Version: "805", TemplateVersion: "1", OverrideVersion: "3"}, memberCopy("1320", 0, "1", "3"), "1320"},
+		{"a Deployment's status update", typesv1beta1.ClusterVersion{Version: "1481", ObservedGeneration: 4, TemplateVersion: "1", OverrideVersion: "3"}, memberCopy("2171", 4, "1", "3"), "1481"},
+		{"a Deployment's new spec", typesv1beta1.ClusterVersion{Version: "1481", ObservedGeneration: 4, TemplateVersion: "1", OverrideVersion: "2"}, memberCopy("2171", 5, "1", "3"), "2171"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.prev.ClusterName, tt.prev.State = "a", typesv1beta1.InSync
+			if got := clusterVersion(tt.prev, inSync("a", tt.copy), v, now); got.Version != tt.wantRV {
+				t.Errorf("Version = %s, want %s", got.Version, tt.wantRV)
+			}
+		})
+	}
+}

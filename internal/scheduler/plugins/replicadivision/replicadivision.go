@@ -18,6 +18,9 @@ const Name = "ReplicaDivision"
 // anyCluster is the spec.clusters key of every cluster not named.
 const anyCluster = "*"
 
+// notInSpec is the limit of a cluster that spec.clusters leaves out.
+const notInSpec = "not in spec.clusters"
+
 // maxLimitsShown bounds the clusters listed in a note.
 const maxLimitsShown = 3
 
@@ -34,7 +37,8 @@ func (*Plugin) Name() string { return Name }
 
 // Assign gives every selected cluster its share of the preference's
 // TotalReplicas. Without a preference it does not apply. Replicas that fit
-// in no cluster are left out, and a note says why.
+// in no cluster are left out, and a note says why. When replicas are left
+// and no selected cluster has a weight, it decides nothing (Unschedulable).
 func (*Plugin) Assign(s *framework.State, selected []framework.ScoredCluster) (map[string]int32, framework.Result) {
 	spec := s.Workload.Preference
 	if spec == nil {
@@ -54,6 +58,12 @@ func (*Plugin) Assign(s *framework.State, selected []framework.ScoredCluster) (m
 	}
 	if placed >= total {
 		return out, framework.OK()
+	}
+	if len(ts) > 0 && !slices.ContainsFunc(ts, func(t target) bool { return t.weight > 0 }) {
+		// Bad input, not a lack of room: decide nothing, so that the
+		// caller keeps the last decision instead of scaling copies down.
+		return nil, framework.RuleOut("%d of %d replicas cannot be divided: the weights of the selected clusters add up to 0 (%s); give a cluster a weight, or minReplicas that add up to totalReplicas",
+			total-placed, total, weightless(ts))
 	}
 	note := fmt.Sprintf("%d of %d replicas fit in no cluster: %s", total-placed, total, whyFull(ts, counts))
 	return out, framework.Result{Code: framework.Success, Reasons: []string{note}}
@@ -108,7 +118,7 @@ func preferences(spec *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec, name 
 // own pods hold there).
 func upperBound(w *framework.Workload, c *framework.Cluster, p schedulingv1alpha1.ClusterPreferences, ok bool) (int64, string) {
 	if !ok {
-		return 0, "not in spec.clusters"
+		return 0, notInSpec
 	}
 	bound, limit := int64(math.MaxInt64), ""
 	if p.MaxReplicas != nil {
@@ -370,4 +380,21 @@ func whyFull(ts []target, counts []int64) string {
 		limits = append(limits[:maxLimitsShown], fmt.Sprintf("and %d more", more))
 	}
 	return "no Ready cluster can take more: " + strings.Join(limits, ", ")
+}
+
+// weightless names the clusters of ts and why each has no weight.
+func weightless(ts []target) string {
+	var out []string
+	for _, t := range ts {
+		why := "weight 0"
+		if t.limit == notInSpec {
+			why = t.limit
+		}
+		out = append(out, t.name+": "+why)
+	}
+	if len(out) > maxLimitsShown {
+		more := len(out) - maxLimitsShown
+		out = append(out[:maxLimitsShown], fmt.Sprintf("and %d more", more))
+	}
+	return strings.Join(out, ", ")
 }

@@ -314,7 +314,14 @@ func TestAssignInvariants(t *testing.T) {
 	for range 3000 {
 		pref, clusters := randomInput(rng)
 		st := state(pref, podCPU, clusters)
-		got, _ := (&Plugin{}).Assign(st, clusters)
+		got, res := (&Plugin{}).Assign(st, clusters)
+		if res.Code == framework.Unschedulable {
+			// Only replicas left over with no weight anywhere are refused.
+			if slices.ContainsFunc(expectations(st.Workload, clusters), func(e expected) bool { return e.weight > 0 }) {
+				t.Fatalf("refused with a weight given: %v\ninput: %s", res, describeInput(st.Workload, clusters))
+			}
+			continue
+		}
 		if err := checkDivision(st.Workload, clusters, got); err != nil {
 			t.Fatalf("%s: %v\ninput: %s", err, got, describeInput(st.Workload, clusters))
 		}
@@ -622,4 +629,48 @@ func oneAtATime(claims []claim, n int64) []int64 {
 		got[best]++
 	}
 	return got
+}
+
+// TestAssignRefusesZeroWeights: replicas left over when no selected
+// cluster has a weight are bad input, not a lack of room: Assign decides
+// nothing (so the last decision stays) and says why.
+func TestAssignRefusesZeroWeights(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		spec     *schedulingv1alpha1.ReplicaSchedulingPreferenceSpec
+		clusters []framework.ScoredCluster
+		want     string // "" when Assign succeeds
+	}{
+		{"with rebalance", spec(6, true, prefs{"a": weight(0), "b": weight(0)}),
+			[]framework.ScoredCluster{cluster("a", running(3)), cluster("b", running(3))},
+			"6 of 6 replicas cannot be divided: the weights of the selected clusters add up to 0 (a: weight 0, b: weight 0)"},
+		{"without rebalance, more replicas", spec(10, false, prefs{"a": weight(0), "c": weight(1)}),
+			[]framework.ScoredCluster{cluster("a", running(3)), cluster("b", running(3))},
+			"7 of 10 replicas cannot be divided: the weights of the selected clusters add up to 0 (a: weight 0, b: not in spec.clusters)"},
+		{"new clusters", spec(4, false, prefs{"*": {MinReplicas: 1}}),
+			[]framework.ScoredCluster{cluster("a"), cluster("b")},
+			"2 of 4 replicas cannot be divided"},
+		{"the minimums cover the total", spec(4, true, prefs{"*": {MinReplicas: 2}}),
+			[]framework.ScoredCluster{cluster("a"), cluster("b")}, ""},
+		{"without rebalance, nothing to add", spec(6, false, prefs{"*": weight(0)}),
+			[]framework.ScoredCluster{cluster("a", running(3)), cluster("b", running(3))}, ""},
+		{"a total of 0", spec(0, true, prefs{"*": weight(0)}),
+			[]framework.ScoredCluster{cluster("a", running(3))}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, res := (&Plugin{}).Assign(state(tc.spec, "", tc.clusters), tc.clusters)
+			if tc.want == "" {
+				if res.Code != framework.Success || got == nil {
+					t.Errorf("Assign() = %v, %+v, want a division", got, res)
+				}
+				return
+			}
+			if res.Code != framework.Unschedulable || got != nil || len(res.Reasons) != 1 || !strings.Contains(res.Reasons[0], tc.want) {
+				t.Errorf("Assign() = %v, %+v, want Unschedulable saying %q", got, res, tc.want)
+			}
+		})
+	}
 }
