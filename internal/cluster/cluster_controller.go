@@ -74,6 +74,9 @@ type Reconciler struct {
 
 	mu      sync.Mutex
 	history map[string]*history
+	// sightings is the last renewal of each Pull cluster's agent Lease the
+	// host saw, timed by its own clock.
+	sightings map[string]*sighting
 }
 
 // history is what the controller remembers of a cluster between visits.
@@ -88,7 +91,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler returns a health controller that keeps cache up to date.
 func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}}
+	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}, sightings: map[string]*sighting{}}
 }
 
 // SetupWithManager registers the controller: it watches FederatedClusters
@@ -279,6 +282,9 @@ func setReadyMetric(name string, st corev1beta1.FederatedClusterStatus) {
 func (r *Reconciler) forget(name string) {
 	r.cache.Remove(name)
 	r.resetHistory(name)
+	r.mu.Lock()
+	delete(r.sightings, name)
+	r.mu.Unlock()
 	forgetMetrics(name)
 }
 

@@ -118,7 +118,7 @@ func applyLease(st *corev1beta1.FederatedClusterStatus, l agentLease, now time.T
 		set(corev1beta1.ClusterReady, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
 		set(corev1beta1.ClusterOffline, metav1.ConditionUnknown, corev1beta1.ReasonAgentNotSeen, msg)
 	case now.After(l.expiresAt()):
-		msg := fmt.Sprintf("the agent %s has not renewed its Lease since %s (it is valid for %s)", l.holder, l.renewed.UTC().Format(time.RFC3339), l.duration)
+		msg := fmt.Sprintf("the agent %s has not renewed its Lease since %s by the host's clock (it is valid for %s)", l.holder, l.seen.UTC().Format(time.RFC3339), l.duration)
 		set(corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonAgentLeaseExpired, msg)
 		set(corev1beta1.ClusterOffline, metav1.ConditionTrue, corev1beta1.ReasonAgentLeaseExpired, msg)
 	default:

@@ -26,15 +26,18 @@ func unreachableProbe() probeResult {
 	return probeResult{outcome: probeUnreachable, message: "https://m:6443: connection refused"}
 }
 
-// aliveLease was renewed 2 s before t1 and lasts 40 s; expiredLease was
-// renewed a minute before t1.
+// aliveLease was seen renewed 2 s before t1 and lasts 40 s; expiredLease
+// was seen renewed a minute before t1. The agent's clock is an hour ahead
+// of the host's in both: only when the host saw a renewal counts.
 func aliveLease() agentLease {
-	return agentLease{found: true, holder: "agent-0", renewed: t1.Add(-2 * time.Second), duration: 40 * time.Second, version: "v1.37.2"}
+	seen := t1.Add(-2 * time.Second)
+	return agentLease{found: true, holder: "agent-0", renewed: seen.Add(time.Hour), seen: seen, duration: 40 * time.Second, version: "v1.37.2"}
 }
 
 func expiredLease() agentLease {
 	l := aliveLease()
-	l.renewed = t1.Add(-time.Minute)
+	l.seen = t1.Add(-time.Minute)
+	l.renewed = l.seen.Add(time.Hour)
 	return l
 }
 
