@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
@@ -171,7 +172,11 @@ func summarize(body []byte) string {
 		s = s[:i]
 	}
 	if len(s) > maxBodyInMessage {
-		s = s[:maxBodyInMessage] + "…"
+		cut := maxBodyInMessage
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut-- // never inside a character: the condition must read back as written
+		}
+		s = s[:cut] + "…"
 	}
 	if s == "" {
 		return "(empty body)"

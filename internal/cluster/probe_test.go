@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/fedwarden/fedwarden/internal/egress"
 )
@@ -52,6 +53,9 @@ func TestSummarize(t *testing.T) {
 	}
 	if got := summarize([]byte(strings.Repeat("x", 500))); len(got) > maxBodyInMessage+4 {
 		t.Errorf("summarize did not bound a long body: %d bytes", len(got))
+	}
+	if got := summarize([]byte("x" + strings.Repeat("é", 500))); !utf8.ValidString(got) {
+		t.Errorf("summarize cut a long body inside a character: %q", got)
 	}
 	if got := summarize(nil); got != "(empty body)" {
 		t.Errorf("summarize(nil) = %q", got)

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Summary says where the workload goes, for example
@@ -63,5 +64,9 @@ func truncate(s string, limit int) string {
 	if limit < 3 {
 		return s[:max(limit, 0)]
 	}
-	return s[:limit-3] + "..."
+	cut := limit - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut-- // never inside a character: the status must read back as written
+	}
+	return s[:cut] + "..."
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // named is a test plugin that rules out the clusters in out, scores by
@@ -170,6 +171,13 @@ func TestExplainIsBounded(t *testing.T) {
 	msg := d.Explain(300)
 	if len(msg) > 300 || !strings.Contains(msg, "more") || !strings.HasPrefix(msg, "scheduled to a; ruled out ") {
 		t.Errorf("Explain(300) = %q (%d bytes)", msg, len(msg))
+	}
+	// Bounded never inside a character, whatever the limit.
+	long := Decision{Clusters: []Placement{{Name: "a"}}, RuledOut: []Verdict{{Cluster: "b", Plugin: "P", Reasons: []string{strings.Repeat("é", 200)}}}}
+	for limit := 40; limit < 48; limit++ {
+		if msg := long.Explain(limit); len(msg) > limit || !utf8.ValidString(msg) {
+			t.Errorf("Explain(%d) = %q (%d bytes): over the limit or cut inside a character", limit, msg, len(msg))
+		}
 	}
 }
 
