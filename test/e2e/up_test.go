@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,12 +36,18 @@ func TestUp(t *testing.T) {
 	for _, m := range []string{"member-1", "member-2"} {
 		checkSampleIn(t, kubeconfigClient(t, filepath.Join(dir, "clusters", m, "kubeconfig")), m)
 	}
-	r := runFedwarden(t, "status", "--host-kubeconfig", host)
-	for _, want := range []string{"member-1   True    Push", "member-2   True    Pull", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"} {
-		if r.code != 0 || !strings.Contains(r.stdout, want) {
-			t.Errorf("fedwarden status does not show %q:\n%s", want, r)
+	// A type controller reports Running once it has listed its resources,
+	// which may come a moment after the sample has reached the members.
+	wants := []string{"member-1   True    Push", "member-2   True    Pull", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"}
+	eventually(t, time.Minute, "fedwarden status showing "+strings.Join(wants, ", "), func(context.Context) (bool, string) {
+		r := runFedwarden(t, "status", "--host-kubeconfig", host)
+		for _, want := range wants {
+			if r.code != 0 || !strings.Contains(r.stdout, want) {
+				return false, fmt.Sprintf("no %q in:\n%s", want, r)
+			}
 		}
-	}
+		return true, ""
+	})
 	cpv, err := cpvOf(t.Context(), kubeconfigClient(t, host), "demo", "deployment-web")
 	if err != nil {
 		t.Fatal(err)
