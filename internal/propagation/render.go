@@ -117,6 +117,13 @@ func render(typ Type, fed *unstructured.Unstructured, overrides []typesv1beta1.O
 	}
 	labels[typesv1beta1.LabelManaged] = "true"
 	out.SetLabels(labels)
+	// Only Fedwarden marks a namespace it created, when it creates it: a
+	// template or override that carried the mark would let an adopted
+	// namespace, and what it holds, be deleted with the resource.
+	if annotations := out.GetAnnotations(); annotations != nil {
+		delete(annotations, typesv1beta1.AnnotationCreatedNamespace)
+		out.SetAnnotations(annotations)
+	}
 	return out, nil
 }
 

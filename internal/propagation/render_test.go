@@ -153,6 +153,24 @@ func TestRenderNamespaceAndClusterScoped(t *testing.T) {
 	}
 }
 
+// A template or override cannot mark a namespace as created by Fedwarden:
+// only a namespace Fedwarden created is deleted with its resource.
+func TestRenderNeverCarriesTheCreatedNamespaceMark(t *testing.T) {
+	ns := Type{Target: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, FederatedNamespaced: true}
+	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedNamespace, metadata: {name: payroll, namespace: payroll},
+  spec: {template: {metadata: {annotations: {fedwarden.io/created-for-propagation: "true", team: pay}}}}}`)
+	overrides := []typesv1beta1.Override{{Op: "add", Path: "/metadata/annotations/fedwarden.io~1created-for-propagation", Value: &apiextensionsv1.JSON{Raw: []byte(`"true"`)}}}
+	for name, ovs := range map[string][]typesv1beta1.Override{"template": nil, "override": overrides} {
+		obj, err := render(ns, fed, ovs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := obj.GetAnnotations(); got[typesv1beta1.AnnotationCreatedNamespace] != "" || got["team"] != "pay" {
+			t.Errorf("%s: rendered annotations %v, want team=pay and no %s", name, got, typesv1beta1.AnnotationCreatedNamespace)
+		}
+	}
+}
+
 func TestContentHashIsStable(t *testing.T) {
 	a := mustDecode(t, `{kind: K, b: 1, a: {d: [1, 2], c: x}}`)
 	b := mustDecode(t, `{a: {c: x, d: [1, 2]}, b: 1, kind: K}`)
