@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
@@ -102,7 +101,7 @@ func StartFederation(ctx context.Context, t *testing.T, opts ...localfed.Option)
 	}
 	// The commands make clients long after the test binary started: without
 	// a logger controller-runtime would complain.
-	ctrllog.SetLogger(ctrllog.Log.WithSink(ctrllog.NullLogSink{}))
+	streams.DiscardLibraryLogs()
 	fed, err := localfed.Start(ctx, opts...)
 	if err != nil {
 		t.Fatalf("starting the federation: %v", err)

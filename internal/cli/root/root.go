@@ -9,9 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/cli/agent"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
@@ -45,7 +43,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			// commands report their own errors, so, unless a command sets up
 			// logging itself, that logger discards.
 			if _, own := cmd.Annotations[streams.AnnotationOwnLogger]; !own {
-				ctrllog.SetLogger(logr.Discard())
+				streams.DiscardLibraryLogs()
 			}
 		},
 	}

@@ -5,6 +5,10 @@ package streams
 import (
 	"errors"
 	"io"
+	"sync"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // IO are the streams a command reads from and writes to.
@@ -51,3 +55,15 @@ func ExitCode(err error) int {
 // AnnotationOwnLogger, set in a command's Annotations, says that the command
 // sets up controller-runtime's logger itself.
 const AnnotationOwnLogger = "fedwarden.io/own-logger"
+
+// discardOnce guards controller-runtime's SetLogger, which two goroutines
+// must not call at once (its Fulfill reads the promise unlocked): commands
+// run concurrently in tests, and the logger belongs to the process.
+var discardOnce sync.Once
+
+// DiscardLibraryLogs points controller-runtime's logger, through which the
+// client libraries log, at nothing: commands report their own errors. Only
+// the first call in a process sets it.
+func DiscardLibraryLogs() {
+	discardOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
+}
