@@ -22,11 +22,18 @@ type Federation struct {
 	Dir string
 
 	etcd      *etcdServer
+	env       *env
 	grace     time.Duration
 	removeDir bool
 
+	// added are the members started by AddMember, stopped with the rest.
+	addMu    sync.Mutex
+	added    []*Cluster
+	reserved map[string]bool // names of the added members, guarded by addMu
+
 	stopOnce sync.Once
 	stopErr  error
+	stopping bool // guarded by addMu
 }
 
 // env is what every process of a federation shares.
@@ -63,6 +70,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
 	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, resume: resume}
+	f.env = e
 	if err := f.start(ctx, e, o.memberNames); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
 	}
@@ -182,6 +190,63 @@ func startClusters(ctx context.Context, e *env, root string, names []string) ([]
 	return clusters, errors.Join(errs...)
 }
 
+// AddMember starts one more member kube-apiserver, called name, on the
+// federation's etcd, and waits until it is ready. It is a cluster of its
+// own (its own data, certificates and kube-system namespace), for a test
+// that must not share a member with others; it is not in Members, and it
+// is stopped with the federation. A stopped federation refuses.
+func (f *Federation) AddMember(ctx context.Context, name string) (*Cluster, error) {
+	if err := f.reserve(name); err != nil {
+		return nil, fmt.Errorf("adding member %s: %w", name, err)
+	}
+	c, err := startCluster(ctx, f.env, f.Dir, name, false)
+	f.addMu.Lock()
+	defer f.addMu.Unlock()
+	if c != nil {
+		if f.stopping { // stopped while this one started
+			return nil, errors.Join(fmt.Errorf("adding member %s: the federation was stopped meanwhile", name), c.shutdown(f.grace))
+		}
+		f.added = append(f.added, c) // stopped with the federation, even if it failed to start
+	}
+	if err != nil {
+		return nil, fmt.Errorf("adding member %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// RemoveMember stops a member started by AddMember for good: its
+// kube-apiserver and kube-controller-manager. Its data stays in etcd until
+// the federation is stopped. Only added members can be removed.
+func (f *Federation) RemoveMember(c *Cluster) error {
+	f.addMu.Lock()
+	i := slices.Index(f.added, c)
+	if i >= 0 {
+		f.added = slices.Delete(f.added, i, i+1)
+	}
+	f.addMu.Unlock()
+	if i < 0 {
+		return fmt.Errorf("removing member %s: it was not added with AddMember, or was removed before", c.Name)
+	}
+	return c.shutdown(f.grace)
+}
+
+// reserve claims name for a member about to be added: no cluster has it.
+func (f *Federation) reserve(name string) error {
+	f.addMu.Lock()
+	defer f.addMu.Unlock()
+	switch {
+	case f.stopping:
+		return errors.New("the federation is stopped")
+	case name == HostName || f.Member(name) != nil || f.reserved[name]:
+		return errors.New("the federation has a cluster of that name")
+	}
+	if f.reserved == nil {
+		f.reserved = map[string]bool{}
+	}
+	f.reserved[name] = true
+	return nil
+}
+
 // Member returns the member called name, or nil.
 func (f *Federation) Member(name string) *Cluster {
 	for _, m := range f.Members {
@@ -213,7 +278,10 @@ func (f *Federation) Stop() error {
 }
 
 func (f *Federation) stop() error {
-	clusters := f.Clusters()
+	f.addMu.Lock()
+	f.stopping = true
+	clusters := append(f.Clusters(), f.added...)
+	f.addMu.Unlock()
 	errs := make([]error, len(clusters), len(clusters)+2)
 	var wg sync.WaitGroup
 	for i, c := range clusters {

@@ -190,9 +190,31 @@ func TestTwoFederationsInParallel(t *testing.T) {
 func TestStopLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	fed := startFederation(t, WithMembers(1))
+	extra, err := fed.AddMember(t.Context(), "extra")
+	if err != nil {
+		t.Fatalf("AddMember: %v", err)
+	}
+	if _, err := fed.AddMember(t.Context(), fed.Members[0].Name); err == nil {
+		t.Error("AddMember with the name of a member succeeded")
+	}
+	// A cluster of its own: not the member's storage under another name.
+	checkSeparateStorage(t, fed.Members[0], extra)
+	if err := fed.RemoveMember(fed.Members[0]); err == nil {
+		t.Error("RemoveMember of a member not added succeeded")
+	}
+	removed, err := fed.AddMember(t.Context(), "removed")
+	if err != nil {
+		t.Fatalf("AddMember: %v", err)
+	}
+	if err := fed.RemoveMember(removed); err != nil {
+		t.Errorf("RemoveMember: %v", err)
+	}
+	if removed.Running() {
+		t.Error("a removed member still runs")
+	}
 	pids := fed.pids()
-	if len(pids) != 5 {
-		t.Fatalf("%d processes, want etcd, 2 kube-apiservers and 2 kube-controller-managers", len(pids))
+	if len(pids) != 7 {
+		t.Fatalf("%d processes, want etcd, 3 kube-apiservers and 3 kube-controller-managers", len(pids))
 	}
 	if err := fed.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -210,6 +232,12 @@ func TestStopLeavesNothingBehind(t *testing.T) {
 	}
 	if err := fed.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
+	}
+	if _, err := fed.AddMember(context.Background(), "late"); err == nil {
+		t.Error("AddMember after Stop succeeded")
+	}
+	if extra.Running() {
+		t.Error("the added member still runs after Stop")
 	}
 	for _, c := range fed.Clusters() {
 		if c.Running() {

@@ -62,7 +62,10 @@ func (f *Federation) pids() []int {
 	if f.etcd != nil {
 		pids = append(pids, f.etcd.proc.pid())
 	}
-	for _, c := range f.Clusters() {
+	f.addMu.Lock()
+	clusters := append(f.Clusters(), f.added...)
+	f.addMu.Unlock()
+	for _, c := range clusters {
 		if p := c.proc.Load(); p != nil {
 			pids = append(pids, p.pid())
 		}
