@@ -93,6 +93,16 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 	return member, nil
 }
 
+// isDuplicate reports whether fc is a second FederatedCluster of a cluster
+// joined before under another name (Ready False, DuplicateCluster).
+func isDuplicate(fc *corev1beta1.FederatedCluster) bool {
+	if fc == nil {
+		return false
+	}
+	ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady)
+	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == corev1beta1.ReasonDuplicateCluster
+}
+
 // syncCluster makes the member copy of fed in one cluster current, writing
 // only when its content differs from what was last written, or when it
 // drifted and the cluster's policy enforces.
@@ -318,6 +328,11 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.M
 func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
 	if fc == nil && r.agent == nil {
 		return true, nil // the cluster left the federation
+	}
+	if isDuplicate(fc) {
+		// The copy there is the one of the cluster joined first under its
+		// own name: deleting it through this name would take it from that.
+		return true, nil
 	}
 	if reason, _ := outOfReach(r.typ, fed); reason != "" {
 		return true, nil // never synced, so nothing of its own to remove

@@ -49,6 +49,11 @@ const (
 	ReasonAgentLeaseExpired = "AgentLeaseExpired"
 	// ReasonAgentRenewing: a Pull cluster's agent renews its Lease in time.
 	ReasonAgentRenewing = "AgentRenewing"
+	// ReasonDuplicateCluster: the API server is a cluster joined before under
+	// another FederatedCluster (the same status.clusterID, its kube-system
+	// namespace's UID). Nothing is written to it through this one, and
+	// nothing it holds is deleted through this one either.
+	ReasonDuplicateCluster = "DuplicateCluster"
 	// ReasonProbing: the first probe has not finished yet.
 	ReasonProbing = "Probing"
 	// ReasonNotProbed: the cluster is not probed, because its connection

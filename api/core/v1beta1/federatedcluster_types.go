@@ -80,6 +80,14 @@ type FederatedClusterStatus struct {
 	// KubernetesVersion the member's API server reports (/version gitVersion).
 	// +optional
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+
+	// ClusterID identifies the member cluster itself, whatever its endpoint:
+	// the UID of its kube-system namespace, read by the probe (Push) or
+	// published by the agent on its Lease (Pull). Two FederatedClusters with
+	// the same ClusterID are one cluster: the one created later is not Ready
+	// (reason DuplicateCluster) and nothing is written through it.
+	// +optional
+	ClusterID string `json:"clusterID,omitempty"`
 }
 
 // FederatedCluster is a member cluster of the federation.
