@@ -7,6 +7,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -105,6 +106,11 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 		renewer.version = v.GitVersion
 	} else {
 		ctrl.Log.Error(err, "Reading the cluster's Kubernetes version; it is not published", "cluster", o.Cluster)
+	}
+	if ns, err := own.Kube.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{}); err == nil {
+		renewer.clusterID = string(ns.UID)
+	} else {
+		ctrl.Log.Error(err, "Reading the cluster's kube-system namespace; its cluster ID is not published, so the host cannot tell a second FederatedCluster of this cluster", "cluster", o.Cluster)
 	}
 	if err := mgr.Add(renewer); err != nil {
 		return fmt.Errorf("adding the Lease renewer: %w", err)

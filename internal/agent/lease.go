@@ -24,9 +24,11 @@ type leaseRenewer struct {
 	holder   string
 	duration time.Duration
 	interval time.Duration
-	// version is the member's Kubernetes version, published on the Lease.
-	version string
-	now     func() time.Time
+	// version is the member's Kubernetes version, and clusterID its
+	// kube-system namespace's UID, published on the Lease.
+	version   string
+	clusterID string
+	now       func() time.Time
 }
 
 var _ manager.Runnable = (*leaseRenewer)(nil)
@@ -73,12 +75,17 @@ func (l *leaseRenewer) renew(ctx context.Context) error {
 	lease.Spec.RenewTime = &now
 	seconds := int32(l.duration / time.Second)
 	lease.Spec.LeaseDurationSeconds = &seconds
-	if l.version != "" {
+	publish := func(key, value string) {
+		if value == "" {
+			return
+		}
 		if lease.Annotations == nil {
 			lease.Annotations = map[string]string{}
 		}
-		lease.Annotations[corev1beta1.AnnotationAgentKubernetesVersion] = l.version
+		lease.Annotations[key] = value
 	}
+	publish(corev1beta1.AnnotationAgentKubernetesVersion, l.version)
+	publish(corev1beta1.AnnotationAgentClusterID, l.clusterID)
 	if err := l.client.Update(ctx, lease); err != nil {
 		return fmt.Errorf("renewing Lease %s: %w", l.key, err)
 	}

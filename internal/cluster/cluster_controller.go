@@ -77,6 +77,8 @@ type Reconciler struct {
 	// sightings is the last renewal of each Pull cluster's agent Lease the
 	// host saw, timed by its own clock.
 	sightings map[string]*sighting
+	// ids is the cluster ID last read of each cluster (see duplicateOf).
+	ids map[string]string
 }
 
 // history is what the controller remembers of a cluster between visits.
@@ -91,7 +93,7 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler returns a health controller that keeps cache up to date.
 func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}, sightings: map[string]*sighting{}}
+	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}, sightings: map[string]*sighting{}, ids: map[string]string{}}
 }
 
 // SetupWithManager registers the controller: it watches FederatedClusters
@@ -146,6 +148,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	obs, wait, err := r.observe(ctx, fc)
 	if err != nil || wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, err
+	}
+	if id := obs.clusterID(); id != "" && obs.answered(r.now()) {
+		if obs.duplicateOf, err = r.duplicateOf(ctx, fc, id); err != nil {
+			return reconcile.Result{}, err
+		}
 	}
 	if err := r.writeStatus(ctx, fc, obs); err != nil {
 		return reconcile.Result{}, err
@@ -284,6 +291,7 @@ func (r *Reconciler) forget(name string) {
 	r.resetHistory(name)
 	r.mu.Lock()
 	delete(r.sightings, name)
+	delete(r.ids, name)
 	r.mu.Unlock()
 	forgetMetrics(name)
 }

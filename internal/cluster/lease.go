@@ -25,6 +25,9 @@ type agentLease struct {
 	renewed  time.Time
 	duration time.Duration
 	version  string
+	// clusterID is the UID of the member's kube-system namespace, as the
+	// agent published it.
+	clusterID string
 	// seen is when, by the host's clock, the host first saw this renewal.
 	seen time.Time
 }
@@ -83,7 +86,11 @@ func (r *Reconciler) readLease(ctx context.Context, cluster string) (agentLease,
 	if lease.Spec.RenewTime == nil {
 		return agentLease{}, nil
 	}
-	l := agentLease{found: true, renewed: lease.Spec.RenewTime.Time, version: lease.Annotations[corev1beta1.AnnotationAgentKubernetesVersion]}
+	l := agentLease{
+		found: true, renewed: lease.Spec.RenewTime.Time,
+		version:   lease.Annotations[corev1beta1.AnnotationAgentKubernetesVersion],
+		clusterID: lease.Annotations[corev1beta1.AnnotationAgentClusterID],
+	}
 	l.seen = r.sightRenewal(cluster, l.renewed)
 	if lease.Spec.HolderIdentity != nil {
 		l.holder = *lease.Spec.HolderIdentity

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
@@ -44,6 +45,9 @@ type probeResult struct {
 	outcome outcome
 	message string
 	version string // gitVersion, when the probe succeeded and /version answered
+	// clusterID is the member's kube-system namespace UID, when the probe
+	// succeeded and the identity may read that namespace.
+	clusterID string
 }
 
 // maxBodyInMessage bounds how much of a failing probe's body a condition shows.
@@ -75,7 +79,23 @@ func probe(ctx context.Context, rc rest.Interface, endpoint string) probeResult 
 			res.version = info.GitVersion
 		}
 	}
+	res.clusterID = readClusterID(ctx, rc)
 	return res
+}
+
+// readClusterID returns the UID of the member's kube-system namespace,
+// which names the cluster whatever the endpoint it is reached by, or "" when
+// it cannot be read (an identity without the right to, as KubeFed's may be).
+func readClusterID(ctx context.Context, rc rest.Interface) string {
+	code, raw, err := get(ctx, rc, "/api/v1/namespaces/"+metav1.NamespaceSystem)
+	if err != nil || code != http.StatusOK {
+		return ""
+	}
+	var ns metav1.PartialObjectMetadata
+	if json.Unmarshal(raw, &ns) != nil {
+		return ""
+	}
+	return string(ns.UID)
 }
 
 // get returns the status code and body of a GET of path; err is set only

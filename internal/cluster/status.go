@@ -36,6 +36,26 @@ type observation struct {
 	// streak counts the probes in a row, this one included, that agreed
 	// with this one on readiness.
 	streak int
+	// duplicateOf, set when the cluster answered, is the FederatedCluster
+	// joined before that has the same cluster ID (see duplicateOf).
+	duplicateOf string
+}
+
+// answered reports whether the cluster answered: its probe succeeded, or
+// its agent renews its Lease in time.
+func (obs observation) answered(now time.Time) bool {
+	if obs.pull {
+		return obs.lease.found && !now.After(obs.lease.expiresAt())
+	}
+	return obs.malformed == nil && obs.probe.outcome == probeReady
+}
+
+// clusterID is the cluster ID obs read: from the probe, or the agent's Lease.
+func (obs observation) clusterID() string {
+	if obs.pull {
+		return obs.lease.clusterID
+	}
+	return obs.probe.clusterID
 }
 
 // nextStatus returns the status a cluster should have after obs. It
@@ -58,13 +78,29 @@ func nextStatus(old corev1beta1.FederatedClusterStatus, obs observation, th Thre
 	case obs.pull:
 		set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
 		applyLease(&st, obs.lease, now.Time, set)
-		return st
+	default:
+		set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
+		if !decided(st) || obs.streak >= threshold(obs.probe, th) {
+			applyProbe(&st, obs.probe, set)
+		}
 	}
-	set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
-	if !decided(st) || obs.streak >= threshold(obs.probe, th) {
-		applyProbe(&st, obs.probe, set)
+	if id := obs.clusterID(); id != "" {
+		st.ClusterID = id
+	}
+	if obs.duplicateOf != "" {
+		// At once, without thresholds: one cluster under two names is not
+		// a state that flaps, and every write through this one would fight
+		// the other's.
+		set(corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonDuplicateCluster, duplicateMessage(obs.duplicateOf, st.ClusterID))
 	}
 	return st
+}
+
+// duplicateMessage says why a cluster is a duplicate, and what to do.
+func duplicateMessage(first, id string) string {
+	return fmt.Sprintf("this is the cluster joined before as %s (the same kube-system namespace UID %s): "+
+		"two FederatedClusters of one cluster would write the same objects, so nothing is written or deleted through this one; "+
+		"unjoin one of them ('fedwarden unjoin')", first, id)
 }
 
 // decided reports whether the Ready and Offline conditions come from earlier

@@ -52,3 +52,8 @@ const (
 // Kubernetes version of the agent's cluster, which the health controller
 // copies into the FederatedCluster's status.kubernetesVersion.
 const AnnotationAgentKubernetesVersion = "fedwarden.io/kubernetes-version"
+
+// AnnotationAgentClusterID on a Pull cluster's agent Lease: the UID of the
+// agent's cluster's kube-system namespace, which the health controller
+// copies into the FederatedCluster's status.clusterID.
+const AnnotationAgentClusterID = "fedwarden.io/cluster-id"

@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
+	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
 )
@@ -352,5 +354,28 @@ func TestDryRunPull(t *testing.T) {
 				t.Error("a dry run wrote a file")
 			}
 		})
+	}
+}
+
+func TestJoinedAs(t *testing.T) {
+	withID := func(name, id string) v1beta1.FederatedCluster {
+		c := v1beta1.FederatedCluster{}
+		c.Name, c.Status.ClusterID = name, id
+		return c
+	}
+	leaving := withID("leaving", "uid-2")
+	leaving.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	clusters := []v1beta1.FederatedCluster{withID("first", "uid-1"), withID("unprobed", ""), leaving}
+	tests := []struct{ name, id, want string }{
+		{"second", "uid-1", "first"}, // a second name of a joined cluster
+		{"first", "uid-1", ""},       // joining again under its own name
+		{"second", "uid-9", ""},      // another cluster
+		{"second", "", ""},           // the ID could not be read: nothing to compare
+		{"second", "uid-2", ""},      // the other name is being unjoined
+	}
+	for _, tt := range tests {
+		if got := joinedAs(clusters, tt.name, tt.id); got != tt.want {
+			t.Errorf("joinedAs(%s, %q) = %q, want %q", tt.name, tt.id, got, tt.want)
+		}
 	}
 }

@@ -71,6 +71,9 @@ func clientWithTimeout(c *kubeconfig.Cluster, timeout time.Duration) (client.Cli
 }
 
 func (j *joiner) join(ctx context.Context) error {
+	if err := j.refuseSecondName(ctx); err != nil {
+		return err
+	}
 	if j.spec.SyncMode == v1beta1.SyncModePull {
 		return j.joinPull(ctx)
 	}
@@ -184,6 +187,10 @@ func (j *joiner) waitForReady(ctx context.Context) error {
 			fmt.Fprintf(j.out, "%s: %s\n", j.spec.Name, now)
 		}
 		last = now
+		if now.reason == v1beta1.ReasonDuplicateCluster {
+			// Joined under two names at once: waiting changes nothing.
+			return false, fmt.Errorf("FederatedCluster %s: %s", j.spec.Name, now.message)
+		}
 		return now.ready(), nil
 	})
 	switch {
@@ -192,6 +199,8 @@ func (j *joiner) waitForReady(ctx context.Context) error {
 		return nil
 	case lastErr != nil && last == nil:
 		return fmt.Errorf("reading FederatedCluster %s on the host: %w", j.spec.Name, lastErr)
+	case last != nil && last.reason == v1beta1.ReasonDuplicateCluster:
+		return err
 	default:
 		hint := "is `fedwarden controller-manager` running against this host?"
 		if j.spec.SyncMode == v1beta1.SyncModePull {
