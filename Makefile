@@ -40,11 +40,16 @@ verify: generate
 test: tools
 	FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
 
-## test-race: the tests under internal/ with the race detector: those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests (e2e, chaos and bench run the fedwarden binary, not built with -race)
+## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
 	FEDWARDEN_BIN_DIR=$(BIN) go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	FEDWARDEN_RACE=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) -run '$(RACE_E2E_TESTS)' ./test/e2e/
 
 RACE_PACKAGES ?= ./internal/...
+# The end-to-end paths a race-built controller-manager and agent go through
+# in make test-race: push and pull propagation, versions, drift healed and
+# reported, placement changes, deletion, scheduling and join.
+RACE_E2E_TESTS ?= ^(TestTemplateAndOverrideVersions|TestDriftEnforcedIsHealed|TestDriftAlertIsReportedThenResynced|TestPlacementDropRemovesCopy|TestDeletionDeletesCopies|TestPullMode|TestScheduling|TestKubeFedSample1|TestJoinMakesMembersReady|TestEveryWriterOfADesiredFieldIsSeenInPullMode)$$
 
 ## fuzz: each fuzz target for FUZZTIME (default 20s) from its checked-in corpus, one go test per target (Go fuzzes one at a time), FUZZ_PARALLEL workers (default 1)
 fuzz:

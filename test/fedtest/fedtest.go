@@ -31,10 +31,24 @@ import (
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
-// Build builds ./cmd/fedwarden into dir and returns the binary's path.
+// RaceEnv, set to 1 in the environment, makes Build build the binary with
+// the race detector (make test-race): every controller-manager and agent
+// the tests start then reports data races in its log, and Stop fails on
+// one.
+const RaceEnv = "FEDWARDEN_RACE"
+
+// raceReport starts what the race detector prints for each data race.
+const raceReport = "WARNING: DATA RACE"
+
+// Build builds ./cmd/fedwarden into dir and returns the binary's path: with
+// the race detector when RaceEnv is 1.
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "fedwarden")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/fedwarden/fedwarden/cmd/fedwarden")
+	args := []string{"build", "-o", bin}
+	if os.Getenv(RaceEnv) == "1" {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "github.com/fedwarden/fedwarden/cmd/fedwarden")...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building fedwarden: %w\n%s", err, out)
 	}
@@ -260,7 +274,25 @@ func (cm *ControllerManager) Stop() error {
 		<-cm.done
 		err = errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
 	}
-	return errors.Join(err, cm.UnexpectedRefusals(), cm.exited())
+	return errors.Join(err, cm.UnexpectedRefusals(), cm.DataRaces(), cm.exited())
+}
+
+// DataRaces returns an error holding the data races the race detector
+// reported in the log (a binary built with RaceEnv set), or nil.
+func (cm *ControllerManager) DataRaces() error {
+	data, err := os.ReadFile(cm.LogPath)
+	if err != nil {
+		return fmt.Errorf("reading the log to look for data races: %w", err)
+	}
+	n := bytes.Count(data, []byte(raceReport))
+	if n == 0 {
+		return nil
+	}
+	first := data[bytes.Index(data, []byte(raceReport)):]
+	if end := bytes.Index(first[1:], []byte("\n==================")); end > 0 {
+		first = first[:end+1]
+	}
+	return fmt.Errorf("the race detector reported %d data race(s) in %s; the first:\n%s", n, cm.LogPath, first)
 }
 
 // ExpectRefusals names clusters whose endpoints a test placed outside

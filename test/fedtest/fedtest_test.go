@@ -60,3 +60,35 @@ func TestMetricsScheme(t *testing.T) {
 		}
 	}
 }
+
+// TestDataRaces: a data race the race detector printed in the log is an
+// error that shows the first report, and a clean log is none.
+func TestDataRaces(t *testing.T) {
+	report := strings.Join([]string{
+		"==================",
+		"WARNING: DATA RACE",
+		"Read at 0x00c000123456 by goroutine 7:",
+		"  github.com/fedwarden/fedwarden/internal/propagation.(*Reconciler).sync()",
+		"==================",
+	}, "\n")
+	for _, tt := range []struct {
+		name, log, wantErr string
+	}{
+		{name: "clean", log: `{"msg":"Starting"}`},
+		{name: "two races", log: `{"msg":"Starting"}` + "\n" + report + "\n" + report, wantErr: "2 data race(s)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cm.log")
+			if err := os.WriteFile(path, []byte(tt.log+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := (&ControllerManager{LogPath: path}).DataRaces()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("got %v, want no error", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "(*Reconciler).sync()")):
+				t.Errorf("got %v, want an error saying %q with the first report", err, tt.wantErr)
+			}
+		})
+	}
+}
