@@ -68,7 +68,7 @@ func probe(ctx context.Context, rc rest.Interface, endpoint string) probeResult 
 	}
 	switch {
 	case code == http.StatusUnauthorized:
-		return probeResult{outcome: probeRejected, message: fmt.Sprintf("%s answered 401 Unauthorized: the member rejects the token in the cluster's Secret (its ServiceAccount or token Secret may have been deleted); join the cluster again with 'fedwarden join'", endpoint)}
+		return probeResult{outcome: probeRejected, message: fmt.Sprintf("%s answered 401 Unauthorized: the member rejects the token in the cluster's Secret (its ServiceAccount or token Secret may have been deleted in the member, or the Secret edited on the host); join the cluster again with 'fedwarden join'", endpoint)}
 	case code != http.StatusOK:
 		return probeResult{outcome: probeNotReady, message: fmt.Sprintf("%s%s answered %d: %s", endpoint, path, code, summarize(body))}
 	}

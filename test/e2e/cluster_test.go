@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
@@ -66,6 +71,28 @@ func memberToken(t *testing.T, c client.Client) string {
 		t.Fatalf("reading %s: %v", key, err)
 	}
 	return string(secret.Data[corev1beta1.SecretTokenKey])
+}
+
+// serviceAccountToken returns a working token of member m, minted
+// (TokenRequest) for a ServiceAccount name made in its default namespace:
+// it has the rights of any authenticated user, which a probe needs.
+func serviceAccountToken(t *testing.T, m *localfed.Cluster, name string) string {
+	t.Helper()
+	kube, err := m.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts := kube.CoreV1().ServiceAccounts(metav1.NamespaceDefault)
+	if _, err := accounts.Create(t.Context(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating ServiceAccount %s in %s: %v", name, m.Name, err)
+	}
+	lifetime := int64(time.Hour / time.Second)
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &lifetime}}
+	tr, err := accounts.CreateToken(t.Context(), name, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("minting a token of ServiceAccount %s in %s: %v", name, m.Name, err)
+	}
+	return tr.Status.Token
 }
 
 // createCluster creates a FederatedCluster and, when data is not nil, the
@@ -171,9 +198,9 @@ func TestMissingSecretThenCreated(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	host := hostClient(t)
-	token := memberToken(t, host)
-	m := fed.Members[0]
 	const name = "late-secret"
+	m := ownMember(t, name)
+	token := serviceAccountToken(t, m, name)
 	createCluster(t, host, name, m.Endpoint, m.CAData, nil)
 	waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonSecretNotFound, cm.probes.probesWithin(1))
 	secret := &corev1.Secret{
@@ -194,7 +221,7 @@ func TestRevokedToken(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	const name = "revoked"
-	m := fed.Members[1]
+	m := ownMember(t, name)
 	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
 		t.Fatalf("join failed:\n%s", r)
 	}
@@ -227,6 +254,143 @@ func TestRevokedToken(t *testing.T) {
 		}
 		return reasons[corev1beta1.ReasonClusterReady] == corev1.EventTypeNormal && reasons[corev1beta1.ReasonCredentialsRejected] == corev1.EventTypeWarning, fmt.Sprint(reasons)
 	})
+}
+
+// A credentials Secret rotated to a wrong token, its binding annotations
+// untouched, still has its token sent to the cluster it is bound to: the
+// member rejects it, and within the failure threshold the cluster is
+// Ready=False, CredentialsRejected, with a Warning Event; neither shows a
+// token. Setting the right token back makes the cluster Ready again, with
+// a Normal Event.
+func TestRotatedToWrongToken(t *testing.T) {
+	skipInShortMode(t)
+	t.Parallel()
+	const name = "wrong-token"
+	m := ownMember(t, name)
+	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
+		t.Fatalf("join failed:\n%s", r)
+	}
+	t.Cleanup(func() {
+		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
+			t.Errorf("unjoin failed:\n%s", r)
+		}
+	})
+	host := hostClient(t)
+	fc := &corev1beta1.FederatedCluster{}
+	if err := host.Get(t.Context(), types.NamespacedName{Name: name}, fc); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: fedNamespace, Name: fc.Spec.SecretRef.Name}
+	secret := &corev1.Secret{}
+	if err := host.Get(t.Context(), key, secret); err != nil {
+		t.Fatal(err)
+	}
+	right := string(secret.Data[corev1beta1.SecretTokenKey])
+	wrong := forgedToken(t, right)
+	// join returned once the cluster was Ready; its Event counts first.
+	readyEvents := waitForEvents(t, host, name, corev1.EventTypeNormal, corev1beta1.ReasonClusterReady, 1)
+
+	setToken(t, host, key, wrong)
+	ready := waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonCredentialsRejected, cm.probes.failedWithin())
+	if !strings.Contains(ready.message, "401") || !strings.Contains(ready.message, "fedwarden join") {
+		t.Errorf("Ready message %q does not say that the member answered 401 and how to fix it", ready.message)
+	}
+	checkNoTokenIn(t, "the Ready message", ready.message, right, wrong)
+	// The binding still holds: the token was sent, and rejected by the member.
+	if got, err := clusterCondition(t.Context(), host, name, corev1beta1.ClusterConfigMalformed); err != nil || got.status != metav1.ConditionFalse {
+		t.Errorf("%s = %+v (%v), want False", corev1beta1.ClusterConfigMalformed, got, err)
+	}
+	waitForEvents(t, host, name, corev1.EventTypeWarning, corev1beta1.ReasonCredentialsRejected, 1)
+
+	setToken(t, host, key, right)
+	waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, cm.probes.probesWithin(1))
+	waitForEvents(t, host, name, corev1.EventTypeNormal, corev1beta1.ReasonClusterReady, readyEvents+1)
+	for _, e := range clusterEvents(t, host, name) {
+		checkNoTokenIn(t, fmt.Sprintf("the %s Event %s", e.Type, e.Reason), e.Message, right, wrong)
+	}
+}
+
+// setToken sets the token of the credentials Secret key. Only the token
+// changes: the annotations that bind the Secret to its cluster stay.
+func setToken(t *testing.T, c client.Client, key types.NamespacedName, token string) {
+	t.Helper()
+	secret := &corev1.Secret{}
+	if err := c.Get(t.Context(), key, secret); err != nil {
+		t.Fatalf("reading Secret %s: %v", key, err)
+	}
+	before := secret.DeepCopy()
+	secret.Data[corev1beta1.SecretTokenKey] = []byte(token)
+	if err := c.Patch(t.Context(), secret, client.MergeFrom(before)); err != nil {
+		t.Fatalf("setting the token of Secret %s: %v", key, err)
+	}
+	if !maps.Equal(secret.Annotations, before.Annotations) {
+		t.Fatalf("setting the token of Secret %s changed its annotations: %v, then %v", key, before.Annotations, secret.Annotations)
+	}
+}
+
+// forgedToken returns a token with the header and claims of the JWT token
+// but a signature of random bytes: well-formed, and wrong.
+func forgedToken(t *testing.T, token string) string {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("the token is not a JWT: %d parts", len(parts))
+	}
+	signature := make([]byte, base64.RawURLEncoding.DecodedLen(len(parts[2])))
+	if _, err := rand.Read(signature); err != nil {
+		t.Fatal(err)
+	}
+	return parts[0] + "." + parts[1] + "." + base64.RawURLEncoding.EncodeToString(signature)
+}
+
+// checkNoTokenIn fails if text, found in where, shows any part of a token.
+func checkNoTokenIn(t *testing.T, where, text string, tokens ...string) {
+	t.Helper()
+	for i, token := range tokens {
+		for _, part := range append(strings.Split(token, "."), token) {
+			if len(part) >= 16 && strings.Contains(text, part) {
+				t.Errorf("%s shows token %d of %d", where, i+1, len(tokens))
+				break
+			}
+		}
+	}
+}
+
+// clusterEvents returns the Events about FederatedCluster name.
+func clusterEvents(t *testing.T, c client.Client, name string) []corev1.Event {
+	t.Helper()
+	events := &corev1.EventList{}
+	if err := c.List(t.Context(), events, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{
+		Selector: fields.OneTermEqualSelector("involvedObject.name", name),
+	}); err != nil {
+		t.Fatalf("listing the Events of %s: %v", name, err)
+	}
+	return events.Items
+}
+
+// waitForEvents waits until Events of type typ and reason about
+// FederatedCluster name were recorded at least n times (an Event that
+// recurs is counted in its series), and returns how many times.
+func waitForEvents(t *testing.T, c client.Client, name, typ, reason string, n int) int {
+	t.Helper()
+	var count int
+	eventually(t, loadSlack, fmt.Sprintf("%d %s Events %s of %s", n, typ, reason, name), func(context.Context) (bool, string) {
+		count = 0
+		for _, e := range clusterEvents(t, c, name) {
+			if e.Type == typ && e.Reason == reason {
+				count += max(1, int(e.Count), seriesCount(e.Series))
+			}
+		}
+		return count >= n, fmt.Sprint(count)
+	})
+	return count
+}
+
+func seriesCount(s *corev1.EventSeries) int {
+	if s == nil {
+		return 0
+	}
+	return int(s.Count)
 }
 
 func TestNonHTTPSEndpointIsRejected(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 func TestMemberOutsideLoopbackIsNotContacted(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
+	joinedMembers(t) // the good members it checks at the end
 	host := hostClient(t)
 	const name = "outside-loopback"
 	cm.ExpectRefusals(name)

@@ -19,10 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/config/crd"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
@@ -298,7 +300,7 @@ func TestJoinDryRunChangesNothing(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	const name = "dry-run"
-	m := fed.Members[1]
+	m := ownMember(t, name)
 	wantKinds := []string{"ClusterRole", "ClusterRoleBinding", "FederatedCluster", "Namespace", "Namespace", "Secret", "Secret", "ServiceAccount"}
 	for _, format := range []string{"yaml", "json"} {
 		r := runFedwarden(t, joinArgs(fed, m, name, "--dry-run", "-o", format)...)
@@ -356,17 +358,23 @@ func printedKinds(t *testing.T, format, out string) []string {
 func TestUnjoinRemovesBothSides(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	const name = "leaving"
-	m := fed.Members[1]
+	const name, other = "leaving", "staying"
+	m := ownMember(t, name)
 	host, member := hostClient(t), newClient(t, m.Config)
-	// The member is also joined as itself: that identity, and the
-	// namespace they share, must survive the other one's unjoin.
-	joinedMembers(t)
+	// The member is also joined, as other, to the host of another
+	// federation (one host refuses a second name of a cluster): that
+	// identity, and the namespace they share, must survive this one's
+	// unjoin.
+	otherHost := federationHost(t, name+"-host")
+	if r := runFedwarden(t, "join", other, "--host-kubeconfig", otherHost.Kubeconfig, "--cluster-kubeconfig", m.Kubeconfig, "--wait=false"); r.code != 0 {
+		t.Fatalf("joining %s to the other host failed:\n%s", other, r)
+	}
+	otherHostClient := newClient(t, otherHost.Config)
 	ns := &corev1.Namespace{}
 	if err := member.Get(t.Context(), types.NamespacedName{Name: fedNamespace}, ns); err != nil {
 		t.Fatal(err)
 	}
-	before := identity(t, host, member, m.Name)
+	before := identity(t, otherHostClient, member, other)
 	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
 		t.Fatalf("join failed:\n%s", r)
 	}
@@ -388,21 +396,47 @@ func TestUnjoinRemovesBothSides(t *testing.T) {
 		})
 	}
 	// The member's other identity is untouched: the same objects (UIDs)
-	// with the same contents, on both sides, and it still works.
-	after := identity(t, host, member, m.Name)
+	// with the same contents, on both sides, and it still works: the
+	// member accepts the token the other host holds.
+	after := identity(t, otherHostClient, member, other)
 	for key, was := range before {
 		if after[key] != was {
-			t.Errorf("unjoining %s changed %s of the identity of %s:\nbefore: %s\nafter:  %s", name, key, m.Name, was, after[key])
+			t.Errorf("unjoining %s changed %s of the identity of %s:\nbefore: %s\nafter:  %s", name, key, other, was, after[key])
 		}
 	}
-	checkMemberSide(t, m, m.Name)
-	if got, err := clusterCondition(t.Context(), host, m.Name, corev1beta1.ClusterReady); err != nil || got.status != metav1.ConditionTrue {
-		t.Errorf("FederatedCluster %s: Ready = %+v (%v) after %s was unjoined from the same member", m.Name, got, err, name)
+	checkMemberSide(t, m, other)
+	otherIdentity := newClient(t, &rest.Config{Host: m.Endpoint, BearerToken: credentialsTokenOf(t, otherHostClient, other),
+		TLSClientConfig: rest.TLSClientConfig{CAData: m.CAData}})
+	if err := otherIdentity.List(t.Context(), &corev1.NodeList{}); err != nil {
+		t.Errorf("the identity of %s, after %s was unjoined from the same member: %v", other, name, err)
 	}
 	nsAfter := &corev1.Namespace{}
 	if err := member.Get(t.Context(), types.NamespacedName{Name: fedNamespace}, nsAfter); err != nil || nsAfter.UID != ns.UID || nsAfter.DeletionTimestamp != nil {
 		t.Errorf("unjoin removed or replaced the member's namespace %s: UID %s → %s, deleting since %v (%v)", fedNamespace, ns.UID, nsAfter.UID, nsAfter.DeletionTimestamp, err)
 	}
+}
+
+// federationHost starts an API server of the test's own, as ownMember
+// does, with Fedwarden's CRDs: the host of another federation, where no
+// controller-manager works, to join a member to.
+func federationHost(t *testing.T, name string) *localfed.Cluster {
+	t.Helper()
+	h := ownMember(t, name)
+	c := newClient(t, h.Config)
+	crds, err := crd.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, obj := range crds {
+		if err := c.Create(t.Context(), obj); err != nil {
+			t.Fatalf("creating CRD %s in %s: %v", obj.Name, name, err)
+		}
+	}
+	eventually(t, loadSlack, "FederatedClusters to be served by "+name, func(ctx context.Context) (bool, string) {
+		err := c.List(ctx, &corev1beta1.FederatedClusterList{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return h
 }
 
 // identity describes the objects join made for cluster name, on the host
