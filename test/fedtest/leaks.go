@@ -89,6 +89,18 @@ func watchFederation(f *localfed.Federation) (release func(), err error) {
 	}, nil
 }
 
+// WatchCluster watches one more cluster c for the leak scanner, if there is
+// one: a member a test started on its own (localfed AddMember), whose
+// Secrets the scan must know too. stop ends the watch; what it saw stays
+// known to the scanner.
+func WatchCluster(c *localfed.Cluster) (stop func(), err error) {
+	s := scanner()
+	if s == nil {
+		return func() {}, nil
+	}
+	return s.Watch(fmt.Sprintf("%s (%s)", c.Name, c.Endpoint), c.Config)
+}
+
 // StopWatching stops watching every federation, for the scan at the end
 // of a run.
 func StopWatching() {
