@@ -1,0 +1,171 @@
+package propagation
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+// writeVerbs are the verbs of apiserver_request_total that write.
+var writeVerbs = []string{"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"}
+
+// hostWrites reads the host API server's apiserver_request_total and
+// returns the writes it has served, by "verb resource[/subresource]".
+func hostWrites(ctx context.Context, host kubernetes.Interface) (map[string]float64, error) {
+	raw, err := host.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the host API server's metrics: %w", err)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("parsing the host API server's metrics: %w", err)
+	}
+	out := map[string]float64{}
+	family := families["apiserver_request_total"]
+	if family == nil {
+		return nil, fmt.Errorf("the host API server exports no apiserver_request_total")
+	}
+	for _, m := range family.GetMetric() {
+		l := labelsOf(m)
+		if !slices.Contains(writeVerbs, l["verb"]) || l["dry_run"] != "" {
+			continue
+		}
+		if l["resource"] == "leases" {
+			continue // leader election and agents renew them all the time
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+func labelsOf(m *dto.Metric) map[string]string {
+	l := map[string]string{}
+	for _, p := range m.GetLabel() {
+		l[p.GetName()] = p.GetValue()
+	}
+	return l
+}
+
+// settledWrites waits until the host's writes stop changing for quiet (at
+// most limit), and returns them.
+func settledWrites(ctx context.Context, host kubernetes.Interface, quiet, limit time.Duration) (map[string]float64, error) {
+	last, err := hostWrites(ctx, host)
+	if err != nil {
+		return nil, err
+	}
+	stableSince, deadline := time.Now(), time.Now().Add(limit)
+	var changed []string
+	for time.Now().Before(deadline) {
+		time.Sleep(time.Second)
+		now, err := hostWrites(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		if !maps.Equal(now, last) {
+			changed = changedKeys(last, now)
+			last, stableSince = now, time.Now()
+			continue
+		}
+		if time.Since(stableSince) >= quiet {
+			return now, nil
+		}
+	}
+	return last, fmt.Errorf("the host's writes did not settle for %s within %s: the last change was to %v", quiet, limit, changed)
+}
+
+func changedKeys(a, b map[string]float64) []string {
+	var keys []string
+	for k, v := range b {
+		if a[k] != v {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// BenchmarkHostWrites creates 200 FederatedDeployments placed on the three
+// members, paced at 100 per second, waits until every Deployment is in all
+// three members and the host's writes have settled (no write for 5 s), and
+// reports the host API server's writes per new federated object besides
+// its creation, by verb and resource, from its apiserver_request_total read
+// before and after. The probes of the idle bed write nothing (a steady
+// federation writes no status); Lease renewals (leader election) are left
+// out.
+//
+//	go test ./bench/propagation/ -run '^$' -bench BenchmarkHostWrites -benchtime 1x -timeout 30m
+func BenchmarkHostWrites(b *testing.B) {
+	const n = 200
+	bd := startBed(b)
+	ctx := context.Background()
+	host := fedtest.MustKube(b, fedtest.Unthrottled(bd.fed.Host.Config))
+	names := []string{}
+	for _, m := range bd.fed.Members {
+		names = append(names, m.Name)
+	}
+	for i := range b.N {
+		before, err := settledWrites(ctx, host, 5*time.Second, time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		arrivals, stop := watchArrivals(b, bd.members, n*len(bd.members))
+		start := time.Now()
+		err = paced(ctx, n, func(j int) error {
+			return bd.host.Create(ctx, fedtest.BenchFederatedDeployment(namespace, fmt.Sprintf("w%d-%d", i, j), names...))
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-arrivals.All:
+		case <-time.After(5 * time.Minute):
+			b.Fatal("not every Deployment arrived in all members within 5 minutes")
+		}
+		stop()
+		converged := time.Since(start)
+		after, err := settledWrites(ctx, host, 5*time.Second, 2*time.Minute)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reportHostWrites(b, before, after, n, converged)
+	}
+}
+
+// reportHostWrites logs the writes per new object, by verb and resource,
+// and reports their sum besides the objects' own creation.
+func reportHostWrites(b *testing.B, before, after map[string]float64, n int, converged time.Duration) {
+	var rows []string
+	total := 0.0
+	for _, key := range slices.Sorted(maps.Keys(after)) {
+		d := after[key] - before[key]
+		if d == 0 {
+			continue
+		}
+		per := d / float64(n)
+		rows = append(rows, fmt.Sprintf("| %s | %.0f | %.2f |", key, d, per))
+		if key == "POST federateddeployments" {
+			continue
+		}
+		total += per
+	}
+	b.Logf("host writes for %d new FederatedDeployments on 3 members (converged in %s):\n| verb resource | writes | per object |\n|---|---|---|\n%s\nbesides the creation: %.2f per object",
+		n, converged.Round(time.Millisecond), strings.Join(rows, "\n"), total)
+	b.ReportMetric(total, "host-writes/object")
+}
