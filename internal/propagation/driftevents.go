@@ -49,8 +49,9 @@ func changedPaths(res clusterResult) []string {
 }
 
 // recordFailures emits a Warning Event on fed for each cluster whose copy
-// could not be rendered or written (its reason, ApplyFailed or
-// AlreadyExists, is the Event's), when that failure is new or its message
+// could not be rendered or written, or whose kind the cluster refuses or
+// does not serve (its reason, ApplyFailed, AlreadyExists, Forbidden or
+// KindNotServed, is the Event's), when that failure is new or its message
 // changed: the Propagated condition holds the same message, bounded.
 // Unreachable clusters are left to the FederatedCluster's own conditions,
 // so that an outage does not raise one Event per resource.

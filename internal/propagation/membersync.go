@@ -128,6 +128,8 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 		existing, err = r.liveCopy(ctx, member, existing)
 	}
 	switch {
+	case err != nil && isRefusal(err):
+		return refused(name, r.typ, err, r.serving(ctx, member))
 	case err != nil:
 		return unreachable(name, err.Error())
 	case conflict != "":
@@ -139,6 +141,13 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	f, err := r.classify(in, name, desired, existing, hash, policy)
 	if err != nil {
 		return applyFailed(name, err, false)
+	}
+	if f.state == typesv1beta1.Missing {
+		// A copy that is gone may have gone with its kind (its CRD deleted
+		// in the member): that is no drift to report or write back.
+		if s := r.serving(ctx, member); s == notServed || s == beingRemoved {
+			return refused(name, r.typ, nil, s)
+		}
 	}
 	current := existing != nil && f.state == "" && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
 	switch {
@@ -186,6 +195,13 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 	if errors.Is(err, errNamespaceGone) {
 		return clusterResult{name: member.Name, gone: true}
 	}
+	if isRefusal(err) {
+		// The kind may have gone from the member since the copy was read
+		// (its CRD deleted): say so, rather than what the write was told.
+		if s := r.serving(ctx, member); s == notServed || s == beingRemoved {
+			return refused(member.Name, r.typ, err, s)
+		}
+	}
 	if err != nil {
 		// An invalid object stays invalid until the resource changes; a refusal
 		// (RBAC) may be lifted by joining again: that is worth retrying.
@@ -203,6 +219,15 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 // fed does not opt in to adopting it.
 func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Member, fed, desired *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
 	lister, err := r.watches.lister(ctx, member)
+	if isRefusal(err) {
+		// The informer's last list was refused. It tries again with a
+		// backoff of up to a minute, but the kind or the right may be there
+		// by now (installed, or granted by joining again): ask the member,
+		// with a list as the informer's, and read the copy directly.
+		if err = r.probeList(ctx, member); err == nil {
+			lister = nil
+		}
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -210,9 +235,11 @@ func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Memb
 	if ns := desired.GetNamespace(); ns != "" {
 		key = ns + "/" + key
 	}
-	if obj, err := lister.Get(key); err == nil {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			return u, "", nil
+	if lister != nil {
+		if obj, err := lister.Get(key); err == nil {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				return u, "", nil
+			}
 		}
 	}
 	got, err := r.resource(member, desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
@@ -227,6 +254,16 @@ func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Memb
 	}
 	return nil, fmt.Sprintf("cluster %s already has %s %s, which Fedwarden does not manage; annotate the %s with %s: %s to take it over",
 		member.Name, r.typ.Target.Kind, key, r.typ.Federated.Kind, typesv1beta1.AnnotationConflictResolution, typesv1beta1.ConflictResolutionAdopt), nil
+}
+
+// probeList lists, as the member informer does, the managed copies of the
+// type in member, one at most: it fails as the informer's list would now.
+func (r *Reconciler) probeList(ctx context.Context, member *clustercache.Member) error {
+	_, err := member.Dynamic.Resource(r.typ.TargetResource).List(ctx, metav1.ListOptions{LabelSelector: typesv1beta1.LabelManaged + "=true", Limit: 1})
+	if err != nil {
+		return fmt.Errorf("listing %s in cluster %s: %w", r.typ.kindName(), member.Name, err)
+	}
+	return nil
 }
 
 // liveCopy reads cached's object from the member, for a copy the informer

@@ -34,7 +34,11 @@ type memberWatches struct {
 }
 
 type memberWatch struct {
-	lastErr      atomic.Value // error: the latest list or watch error
+	// lastErr is the latest list or watch error. A pointer, not an
+	// atomic.Value: the errors a reflector reports are of several types
+	// (a watch that ends, a list refused), and an atomic.Value panics
+	// when what it stores changes type.
+	lastErr      atomic.Pointer[error]
 	member       *clustercache.Member
 	informer     cache.SharedIndexInformer
 	lister       cache.GenericLister
@@ -93,10 +97,15 @@ func (w *memberWatches) cached(cluster, key string) bool {
 	return err == nil
 }
 
+// noteError records err as the latest error of the informer's list or
+// watch. It runs in the informer's reflector, where a panic would end the
+// process.
+func (mw *memberWatch) noteError(err error) { mw.lastErr.Store(&err) }
+
 // listError is the latest error of the informer's list or watch, if any.
 func (mw *memberWatch) listError() error {
-	if e, ok := mw.lastErr.Load().(error); ok {
-		return e
+	if e := mw.lastErr.Load(); e != nil {
+		return *e
 	}
 	return nil
 }
@@ -114,7 +123,7 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	// Managed fields are kept: drift detection reads who owns which field.
 	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
 	// Like the transform, this is set once per member informer.
-	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.lastErr.Store(err) })
+	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.noteError(err) })
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: w.onEvent,
 		UpdateFunc: func(old, obj any) {

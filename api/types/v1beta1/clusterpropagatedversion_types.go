@@ -22,7 +22,9 @@ const (
 	Missing DriftState = "Missing"
 	// Unreachable: the member cluster cannot be reached.
 	Unreachable DriftState = "Unreachable"
-	// ApplyFailed: rendering failed, or the member's API server refused the write.
+	// ApplyFailed: rendering failed, or the member's API server refused the
+	// write, or the kind (the federated resource's status.clusters reason
+	// then says Forbidden or KindNotServed).
 	ApplyFailed DriftState = "ApplyFailed"
 	// AlreadyExists: the member has an object of that name that Fedwarden
 	// does not manage, and the federated resource does not opt in to adopt it.

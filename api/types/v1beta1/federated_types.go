@@ -382,6 +382,19 @@ const (
 	ClusterAlreadyExists = "AlreadyExists"
 	// ClusterUnreachable: the cluster is not Ready, or not joined.
 	ClusterUnreachable = "Unreachable"
+	// ClusterForbidden: the cluster answers, but refuses Fedwarden's
+	// identity there the kind: its ClusterRole grants the kinds the cluster
+	// served when it joined, or those of --resources, and not this one (a
+	// kind installed there since, say). The message quotes the cluster's
+	// answer and says to run fedwarden join again. The CPV entry's state is
+	// ApplyFailed; nothing is written or deleted there meanwhile.
+	ClusterForbidden = "Forbidden"
+	// ClusterKindNotServed: the cluster does not serve the kind: its
+	// CustomResourceDefinition is not installed there, was removed, or is
+	// being deleted. The CPV entry's state is ApplyFailed; nothing is
+	// written or deleted there until the kind is served again, and then the
+	// copy is written again.
+	ClusterKindNotServed = "KindNotServed"
 	// ClusterWaitingForAgent: a Pull cluster whose agent has not reported
 	// the current versions yet (or has stopped renewing its Lease).
 	ClusterWaitingForAgent = "WaitingForAgent"
