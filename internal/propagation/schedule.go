@@ -19,6 +19,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
+	"github.com/fedwarden/fedwarden/internal/scheduler/plugins/clusteraffinity"
 )
 
 // maxExplanation bounds the Scheduled condition's message.
@@ -173,7 +174,10 @@ func scheduledCondition(t targets) (bool, string, string) {
 
 // recordDecision emits an Event on fed when its Scheduled condition is
 // about to change: a new decision, or a new reason why none can be made.
-// A decision that comes out the same records nothing.
+// A decision that comes out the same records nothing, and neither does a
+// new resource's first decision when it holds nothing to tell (see
+// newsworthy): the condition says it, and an Event per new resource is
+// noise at fleet scale (one more host write each).
 func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
 	ok, reason, msg := scheduledCondition(t)
 	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
@@ -181,7 +185,7 @@ func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
 		return
 	}
 	schedulingDecisions.WithLabelValues(reason).Inc()
-	if r.recorder == nil {
+	if r.recorder == nil || (old == nil && !newsworthy(t, ok, reason)) {
 		return
 	}
 	eventType := "Normal"
@@ -189,6 +193,18 @@ func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
 		eventType = "Warning"
 	}
 	r.recorder.Eventf(fed, nil, eventType, reason, "Schedule", "%s", msg)
+}
+
+// newsworthy reports whether a first decision is worth an Event besides
+// the Scheduled condition: it is not a plain Scheduled one (none could be
+// made, or copies are kept), an Assign plugin left a note, or a plugin
+// other than ClusterAffinity (which only applies the placement the user
+// wrote) ruled a cluster out, such as Capacity for a full cluster.
+func newsworthy(t targets, ok bool, reason string) bool {
+	if !ok || reason != typesv1beta1.ReasonScheduled || len(t.decision.Notes) > 0 {
+		return true
+	}
+	return slices.ContainsFunc(t.decision.RuledOut, func(v framework.Verdict) bool { return v.Plugin != clusteraffinity.Name })
 }
 
 // writePreferenceStatus sets the RSP's Scheduled condition.
