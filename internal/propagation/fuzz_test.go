@@ -166,7 +166,7 @@ func admitted(o typesv1beta1.Override) bool {
 // FuzzPlace: placement never panics; a selector is an error exactly when
 // metav1.LabelSelectorAsSelector says so; the names are sorted and unique;
 // named clusters are returned as named, and otherwise only joined clusters
-// the selector matches, all of them.
+// the selector matches, all of them; never one excludeClusters names.
 func FuzzPlace(f *testing.F) {
 	clusters := []byte(`{"cluster1":{"region":"eu"},"cluster2":{"region":"us","gpu":"true"},"cluster3":{}}`)
 	for _, fed := range kubefedSamples(f) {
@@ -183,6 +183,8 @@ func FuzzPlace(f *testing.F) {
 	f.Add([]byte(`{"clusterSelector":{"matchExpressions":[{"key":"gpu","operator":"Exists","values":["x"]}]}}`), clusters)
 	f.Add([]byte(`{"clusterSelector":{"matchLabels":{"region":"eu west"}}}`), clusters)
 	f.Add([]byte(`{"clusters":[{"name":"b"},{"name":"a"},{"name":"b"}],"clusterSelector":{"matchLabels":{"x":"y"}}}`), clusters)
+	f.Add([]byte(`{"clusterSelector":{},"excludeClusters":[{"name":"cluster2"}]}`), clusters)
+	f.Add([]byte(`{"clusters":[{"name":"a"},{"name":"cluster1"}],"excludeClusters":[{"name":"a"}]}`), clusters)
 	f.Fuzz(func(t *testing.T, placementJSON, clustersJSON []byte) {
 		var p typesv1beta1.Placement
 		if err := json.Unmarshal(placementJSON, &p); err != nil {
@@ -207,12 +209,14 @@ func FuzzPlace(f *testing.F) {
 		case p.Clusters != nil:
 			var want []string
 			for _, c := range p.Clusters {
-				want = append(want, string(c.Name))
+				if !excluded(p, string(c.Name)) {
+					want = append(want, string(c.Name))
+				}
 			}
 			slices.Sort(want)
 			want = slices.Compact(want)
 			if err != nil || !slices.Equal(got, want) {
-				t.Fatalf("placed %q, %v; want the named clusters %q", got, err, want)
+				t.Fatalf("placed %q, %v; want the named clusters not excluded %q", got, err, want)
 			}
 		case p.ClusterSelector == nil:
 			if err != nil || len(got) != 0 {
@@ -232,16 +236,21 @@ func FuzzPlace(f *testing.F) {
 			}
 			var want []string
 			for _, fc := range joined {
-				if sel.Matches(labels.Set(fc.Labels)) {
+				if sel.Matches(labels.Set(fc.Labels)) && !excluded(p, fc.Name) {
 					want = append(want, fc.Name)
 				}
 			}
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
-				t.Fatalf("placed %q; the joined clusters the selector matches are %q", got, want)
+				t.Fatalf("placed %q; the joined clusters the selector matches, not excluded, are %q", got, want)
 			}
 		}
 	})
+}
+
+// excluded reports whether p's excludeClusters names name.
+func excluded(p typesv1beta1.Placement, name string) bool {
+	return slices.ContainsFunc(p.ExcludeClusters, func(c typesv1beta1.PlacementCluster) bool { return string(c.Name) == name })
 }
 
 // FuzzVersions: the template and override hashes do not depend on how the

@@ -26,6 +26,9 @@ func TestPlace(t *testing.T) {
 		{"names, sorted, unjoined kept", typesv1beta1.Placement{Clusters: []typesv1beta1.PlacementCluster{{Name: "shanghai"}, {Name: "mars"}}}, []string{"mars", "shanghai"}},
 		{"empty selector: all", typesv1beta1.Placement{ClusterSelector: &typesv1beta1.ClusterSelector{}}, []string{"beijing", "frankfurt", "shanghai"}},
 		{"match labels", typesv1beta1.Placement{ClusterSelector: &typesv1beta1.ClusterSelector{MatchLabels: map[string]string{"tier": "gold"}}}, []string{"beijing", "shanghai"}},
+		// excludeClusters wins, as in the scheduler (clusteraffinity.Selects).
+		{"excluded though selected", typesv1beta1.Placement{ClusterSelector: &typesv1beta1.ClusterSelector{}, ExcludeClusters: []typesv1beta1.PlacementCluster{{Name: "frankfurt"}}}, []string{"beijing", "shanghai"}},
+		{"excluded though named", typesv1beta1.Placement{Clusters: []typesv1beta1.PlacementCluster{{Name: "beijing"}, {Name: "mars"}}, ExcludeClusters: []typesv1beta1.PlacementCluster{{Name: "beijing"}}}, []string{"mars"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

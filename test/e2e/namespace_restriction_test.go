@@ -370,6 +370,28 @@ func TestEnablingNamespacesReportsAndKeepsCopies(t *testing.T) {
 	if err := bed.members[m2].Get(t.Context(), types.NamespacedName{Namespace: "shop", Name: "fresh"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
 		t.Errorf("%s has ConfigMap shop/fresh (%v), want none: the namespace is federated to %s only", m2, err, m1)
 	}
+
+	// The same, written as every cluster but member-2: the FederatedNamespace's
+	// excludeClusters keeps the namespace's resources out of member-2 too
+	// (it was ignored, and a selector of all clusters let them in).
+	fns := &unstructured.Unstructured{}
+	fns.SetAPIVersion("types.kubefed.io/v1beta1")
+	fns.SetKind("FederatedNamespace")
+	fns.SetNamespace("shop")
+	fns.SetName("shop")
+	patch := fmt.Sprintf(`{"spec":{"placement":{"clusters":null,"clusterSelector":{},"excludeClusters":[{"name":%q}]}}}`, m2)
+	if err := bed.host.Patch(t.Context(), fns, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("patching FederatedNamespace shop: %v", err)
+	}
+	for _, name := range []string{"web", "fresh"} {
+		bed.resyncAndWait(t, "shop", name)
+		waitForConditionOf(t, bed.host, "FederatedConfigMap", "shop", name, typesv1beta1.FederatedScheduled, metav1.ConditionTrue, typesv1beta1.ReasonScheduled,
+			"scheduled to "+m1, m2+": FederatedNamespace: namespace shop is not federated to it")
+		if err := bed.members[m2].Get(t.Context(), types.NamespacedName{Namespace: "shop", Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s has ConfigMap shop/%s (%v), want none: the FederatedNamespace excludes it", m2, name, err)
+		}
+	}
+	bed.checkConfigMap(t, m1, "shop", "web", uid1)
 }
 
 // With namespaces federated, a new controller-manager starts the type
