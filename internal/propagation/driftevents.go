@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
 )
@@ -23,14 +24,26 @@ func (r *Reconciler) recordDrift(fed *unstructured.Unstructured, in *syncInput, 
 		prev := in.previous[res.name]
 		switch {
 		case res.healed.state != "":
-			r.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
-			r.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
+			r.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
+			r.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
 		case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
-			r.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
+			r.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
 		case res.state == typesv1beta1.InSync && isDrift(prev.State):
-			r.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
+			r.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
 		}
 	}
+}
+
+// clusterRef is the FederatedCluster name, as the related object of an
+// Event about one cluster's copy. The events library merges Events of one
+// object, reason and action into a series that keeps the first note: with
+// the cluster as related object, a failure or drift in a second cluster is
+// an Event of its own, not a count on the first one's.
+func clusterRef(name string) *corev1beta1.FederatedCluster {
+	fc := &corev1beta1.FederatedCluster{}
+	fc.APIVersion, fc.Kind = corev1beta1.GroupVersion.String(), "FederatedCluster"
+	fc.Name = name
+	return fc
 }
 
 // isDrift tells whether s is a drift state (not a failure to reach or
@@ -67,6 +80,6 @@ func (r *Reconciler) recordFailures(fed *unstructured.Unstructured, in *syncInpu
 		if prev.State == res.state && prev.Message == bounded(res.message, 1024) {
 			continue
 		}
-		r.recorder.Eventf(fed, nil, "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
+		r.recorder.Eventf(fed, clusterRef(res.name), "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
 	}
 }
