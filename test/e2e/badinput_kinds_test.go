@@ -345,29 +345,6 @@ func waitForOutcome(t *testing.T, c client.Client, kind, namespace, name string,
 	})
 }
 
-// joinOwnMember starts a member of the test's own, joins it as name with
-// the extra join flags, and unjoins it when the test ends (before the
-// member stops).
-func joinOwnMember(t *testing.T, name string, extra ...string) *localfed.Cluster {
-	t.Helper()
-	m := ownMember(t, name)
-	rejoin(t, m, name, extra...)
-	t.Cleanup(func() {
-		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
-			t.Errorf("unjoining %s:\n%s", name, r)
-		}
-	})
-	return m
-}
-
-// rejoin runs fedwarden join for the member m of the test's own.
-func rejoin(t *testing.T, m *localfed.Cluster, name string, extra ...string) {
-	t.Helper()
-	if r := runFedwarden(t, joinArgs(fed, m, name, extra...)...); r.code != 0 {
-		t.Fatalf("joining %s:\n%s", name, r)
-	}
-}
-
 // gizmoCRD is the CustomResourceDefinition of a kind of the test's own.
 const gizmoCRD = `
 apiVersion: apiextensions.k8s.io/v1

@@ -221,15 +221,7 @@ func TestRevokedToken(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	const name = "revoked"
-	m := ownMember(t, name)
-	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
-		t.Fatalf("join failed:\n%s", r)
-	}
-	t.Cleanup(func() {
-		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
-			t.Errorf("unjoin failed:\n%s", r)
-		}
-	})
+	m := joinOwnMember(t, name)
 	member := newClient(t, m.Config)
 	tokenSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: fedNamespace, Name: "fedwarden-" + name + "-token"}}
 	if err := member.Delete(t.Context(), tokenSecret); err != nil {
@@ -241,19 +233,8 @@ func TestRevokedToken(t *testing.T) {
 		t.Errorf("message %q does not say how to fix it", got.message)
 	}
 	// The Events are recorded a moment after the status is written.
-	eventually(t, loadSlack, fmt.Sprintf("Events of %s: Normal %s and Warning %s", name, corev1beta1.ReasonClusterReady, corev1beta1.ReasonCredentialsRejected), func(ctx context.Context) (bool, string) {
-		events := &corev1.EventList{}
-		if err := host.List(ctx, events, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{
-			Selector: fields.OneTermEqualSelector("involvedObject.name", name),
-		}); err != nil {
-			return false, err.Error()
-		}
-		reasons := map[string]string{}
-		for _, e := range events.Items {
-			reasons[e.Reason] = e.Type
-		}
-		return reasons[corev1beta1.ReasonClusterReady] == corev1.EventTypeNormal && reasons[corev1beta1.ReasonCredentialsRejected] == corev1.EventTypeWarning, fmt.Sprint(reasons)
-	})
+	waitForEvents(t, host, name, corev1.EventTypeNormal, corev1beta1.ReasonClusterReady, 1)
+	waitForEvents(t, host, name, corev1.EventTypeWarning, corev1beta1.ReasonCredentialsRejected, 1)
 }
 
 // A credentials Secret rotated to a wrong token, its binding annotations
@@ -266,15 +247,7 @@ func TestRotatedToWrongToken(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	const name = "wrong-token"
-	m := ownMember(t, name)
-	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
-		t.Fatalf("join failed:\n%s", r)
-	}
-	t.Cleanup(func() {
-		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
-			t.Errorf("unjoin failed:\n%s", r)
-		}
-	})
+	joinOwnMember(t, name)
 	host := hostClient(t)
 	fc := &corev1beta1.FederatedCluster{}
 	if err := host.Get(t.Context(), types.NamespacedName{Name: name}, fc); err != nil {

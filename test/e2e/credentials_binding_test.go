@@ -119,21 +119,6 @@ func federatedClusterEditor(t *testing.T, host client.Client) client.Client {
 	return editor
 }
 
-// joinOwnCluster joins a member of the test's own as name, and unjoins it
-// when the test ends.
-func joinOwnCluster(t *testing.T, name string) {
-	t.Helper()
-	m := ownMember(t, name)
-	if r := runFedwarden(t, joinArgs(fed, m, name)...); r.code != 0 {
-		t.Fatalf("join %s failed:\n%s", name, r)
-	}
-	t.Cleanup(func() {
-		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
-			t.Errorf("unjoin %s failed:\n%s", name, r)
-		}
-	})
-}
-
 // credentialsTokenOf returns the token the host keeps for cluster name.
 func credentialsTokenOf(t *testing.T, host client.Client, name string) string {
 	t.Helper()
@@ -196,8 +181,8 @@ func TestCredentialsCannotBeRedirected(t *testing.T) {
 	t.Parallel()
 	host := hostClient(t)
 	const cluster1, cluster2 = "creds-1", "creds-2"
-	joinOwnCluster(t, cluster1)
-	joinOwnCluster(t, cluster2)
+	joinOwnMember(t, cluster1)
+	joinOwnMember(t, cluster2)
 	for _, name := range []string{cluster1, cluster2} {
 		waitForCondition(t, host, name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, cm.probes.probesWithin(1))
 	}

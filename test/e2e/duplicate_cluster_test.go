@@ -38,15 +38,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	enableDeployments(t)
 	const first, second = "dup-first", "dup-second"
-	m := ownMember(t, first)
-	if r := runFedwarden(t, joinArgs(fed, m, first)...); r.code != 0 {
-		t.Fatalf("join failed:\n%s", r)
-	}
-	t.Cleanup(func() {
-		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, first)...); r.code != 0 {
-			t.Errorf("unjoin failed:\n%s", r)
-		}
-	})
+	m := joinOwnMember(t, first)
 	host := hostClient(t)
 	member := newClient(t, m.Config)
 	kubeSystem := &corev1.Namespace{}

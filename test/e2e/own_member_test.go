@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
 	"github.com/fedwarden/fedwarden/internal/localfed"
@@ -31,4 +32,27 @@ func ownMember(t *testing.T, name string) *localfed.Cluster {
 	}
 	t.Cleanup(stop)
 	return m
+}
+
+// joinOwnMember starts a member of the test's own, joins it as name with
+// the extra join flags, and unjoins it when the test ends (before the
+// member stops).
+func joinOwnMember(t *testing.T, name string, extra ...string) *localfed.Cluster {
+	t.Helper()
+	m := ownMember(t, name)
+	rejoin(t, m, name, extra...)
+	t.Cleanup(func() {
+		if r := runFedwardenContext(context.Background(), t, unjoinArgs(fed, m, name)...); r.code != 0 {
+			t.Errorf("unjoining %s:\n%s", name, r)
+		}
+	})
+	return m
+}
+
+// rejoin runs fedwarden join for the member m of the test's own.
+func rejoin(t *testing.T, m *localfed.Cluster, name string, extra ...string) {
+	t.Helper()
+	if r := runFedwarden(t, joinArgs(fed, m, name, extra...)...); r.code != 0 {
+		t.Fatalf("joining %s:\n%s", name, r)
+	}
 }
