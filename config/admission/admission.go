@@ -31,9 +31,6 @@ const (
 	// ResyncAnnotationPolicy refuses a kubefed.io/resync annotation longer
 	// than ResyncMaxLength.
 	ResyncAnnotationPolicy = "fedwarden-resync-annotation"
-	// SyncFinalizerPolicy (a MutatingAdmissionPolicy) adds the sync
-	// finalizer to a new federated resource of an enabled kind.
-	SyncFinalizerPolicy = "fedwarden-sync-finalizer"
 )
 
 // ResyncMaxLength is the most characters of a kubefed.io/resync annotation:
@@ -44,20 +41,16 @@ const ResyncMaxLength = 256
 
 // Kinds of the objects in policies/.
 const (
-	policyKind          = "ValidatingAdmissionPolicy"
-	bindingKind         = "ValidatingAdmissionPolicyBinding"
-	mutatingPolicyKind  = "MutatingAdmissionPolicy"
-	mutatingBindingKind = "MutatingAdmissionPolicyBinding"
+	policyKind  = "ValidatingAdmissionPolicy"
+	bindingKind = "ValidatingAdmissionPolicyBinding"
 )
 
 // Set is the policies and their bindings, each list in the order of the
 // files. Install every policy before any binding, so that no binding ever
 // names a policy the API server does not have yet.
 type Set struct {
-	Policies         []*admissionregistrationv1.ValidatingAdmissionPolicy
-	Bindings         []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
-	MutatingPolicies []*admissionregistrationv1.MutatingAdmissionPolicy
-	MutatingBindings []*admissionregistrationv1.MutatingAdmissionPolicyBinding
+	Policies []*admissionregistrationv1.ValidatingAdmissionPolicy
+	Bindings []*admissionregistrationv1.ValidatingAdmissionPolicyBinding
 }
 
 // Objects returns the policies and bindings Fedwarden ships, decoded
@@ -122,20 +115,8 @@ func (s *Set) add(doc []byte) error {
 			return fmt.Errorf("decoding a %s: %w", bindingKind, err)
 		}
 		s.Bindings = append(s.Bindings, b)
-	case meta.Kind == mutatingPolicyKind:
-		p := &admissionregistrationv1.MutatingAdmissionPolicy{}
-		if err := yaml.UnmarshalStrict(doc, p); err != nil {
-			return fmt.Errorf("decoding a %s: %w", mutatingPolicyKind, err)
-		}
-		s.MutatingPolicies = append(s.MutatingPolicies, p)
-	case meta.Kind == mutatingBindingKind:
-		b := &admissionregistrationv1.MutatingAdmissionPolicyBinding{}
-		if err := yaml.UnmarshalStrict(doc, b); err != nil {
-			return fmt.Errorf("decoding a %s: %w", mutatingBindingKind, err)
-		}
-		s.MutatingBindings = append(s.MutatingBindings, b)
 	default:
-		return fmt.Errorf("kind %q: want %s, %s, %s or %s", meta.Kind, policyKind, bindingKind, mutatingPolicyKind, mutatingBindingKind)
+		return fmt.Errorf("kind %q: want %s or %s", meta.Kind, policyKind, bindingKind)
 	}
 	return nil
 }

@@ -49,41 +49,6 @@ func TestObjects(t *testing.T) {
 	if !slices.Equal(bound, want) {
 		t.Errorf("bindings bind %v, want exactly one per policy: %v", bound, want)
 	}
-	checkMutating(t, set)
-}
-
-// checkMutating checks the mutating policy: it only adds, never blocks a
-// create (failurePolicy Ignore), matches only the creation of main
-// resources of types.kubefed.io, and is evaluated once per
-// FederatedTypeConfig, so that only enabled kinds get the finalizer.
-func checkMutating(t *testing.T, set Set) {
-	t.Helper()
-	if len(set.MutatingPolicies) != 1 || set.MutatingPolicies[0].Name != SyncFinalizerPolicy {
-		t.Fatalf("mutating policies %v, want %s alone", set.MutatingPolicies, SyncFinalizerPolicy)
-	}
-	p := set.MutatingPolicies[0]
-	if p.Spec.FailurePolicy == nil || *p.Spec.FailurePolicy != admissionregistrationv1.Ignore {
-		t.Errorf("policy %s: failurePolicy %v, want Ignore: the controller adds the finalizer anyway, a create must never fail for it", p.Name, p.Spec.FailurePolicy)
-	}
-	if p.Spec.ParamKind == nil || p.Spec.ParamKind.Kind != "FederatedTypeConfig" {
-		t.Errorf("policy %s: paramKind %v, want FederatedTypeConfig", p.Name, p.Spec.ParamKind)
-	}
-	for _, r := range p.Spec.MatchConstraints.ResourceRules {
-		if !slices.Equal(r.APIGroups, []string{typesGroup}) || !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) ||
-			slices.ContainsFunc(r.Resources, func(res string) bool { return strings.Contains(res, "/") }) {
-			t.Errorf("policy %s matches %+v, want only the creation of %s resources", p.Name, r, typesGroup)
-		}
-	}
-	checkLabels(t, p.Name, p.Labels)
-	if len(set.MutatingBindings) != 1 {
-		t.Fatalf("mutating bindings %v, want one", set.MutatingBindings)
-	}
-	b := set.MutatingBindings[0]
-	if b.Name != p.Name || b.Spec.PolicyName != p.Name || b.Spec.ParamRef == nil || b.Spec.ParamRef.Selector == nil ||
-		b.Spec.ParamRef.ParameterNotFoundAction == nil || *b.Spec.ParamRef.ParameterNotFoundAction != admissionregistrationv1.AllowAction {
-		t.Errorf("binding %+v: want %s, every FederatedTypeConfig as param, and no param (nothing enabled) allowed", b, p.Name)
-	}
-	checkLabels(t, b.Name, b.Labels)
 }
 
 // checkPolicy checks what every policy must be: refusing when it cannot

@@ -38,20 +38,8 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, timeout tim
 			return fmt.Errorf("installing admission policy %s: %w", p.Name, err)
 		}
 	}
-	for _, p := range set.MutatingPolicies {
-		if err := apply(ctx, api.MutatingAdmissionPolicies(), p); err != nil {
-			return fmt.Errorf("installing admission policy %s: %w", p.Name, err)
-		}
-	}
 	for _, b := range set.Bindings {
 		if err := apply(ctx, api.ValidatingAdmissionPolicyBindings(), b); err != nil {
-			return fmt.Errorf("installing admission policy binding %s: %w", b.Name, err)
-		}
-	}
-	// The mutating policies only save the controller a write: nothing
-	// waits until they are enforced.
-	for _, b := range set.MutatingBindings {
-		if err := apply(ctx, api.MutatingAdmissionPolicyBindings(), b); err != nil {
 			return fmt.Errorf("installing admission policy binding %s: %w", b.Name, err)
 		}
 	}

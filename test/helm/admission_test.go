@@ -85,22 +85,6 @@ func TestChartInstallsTheShippedAdmissionPolicies(t *testing.T) {
 		}
 		checkChartLabels(t, "binding "+want.Name, got.Labels)
 	}
-	for _, want := range set.MutatingPolicies {
-		var got admissionregistrationv1.MutatingAdmissionPolicy
-		findNamed(t, objs, "MutatingAdmissionPolicy", want.Name, &got)
-		if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
-			t.Errorf("the chart's policy %s differs from config/admission's:\n%+v\nwant\n%+v", want.Name, got.Spec, want.Spec)
-		}
-		checkChartLabels(t, "policy "+want.Name, got.Labels)
-	}
-	for _, want := range set.MutatingBindings {
-		var got admissionregistrationv1.MutatingAdmissionPolicyBinding
-		findNamed(t, objs, "MutatingAdmissionPolicyBinding", want.Name, &got)
-		if !equality.Semantic.DeepEqual(got.Spec, want.Spec) {
-			t.Errorf("the chart's binding %s is %+v, config/admission's %+v", want.Name, got.Spec, want.Spec)
-		}
-		checkChartLabels(t, "binding "+want.Name, got.Labels)
-	}
 	c, err := newClient(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -119,10 +103,6 @@ func shipped(set admission.Set, o *unstructured.Unstructured) bool {
 		return slices.ContainsFunc(set.Policies, func(p *admissionregistrationv1.ValidatingAdmissionPolicy) bool { return p.Name == o.GetName() })
 	case "ValidatingAdmissionPolicyBinding":
 		return slices.ContainsFunc(set.Bindings, func(b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) bool { return b.Name == o.GetName() })
-	case "MutatingAdmissionPolicy":
-		return slices.ContainsFunc(set.MutatingPolicies, func(p *admissionregistrationv1.MutatingAdmissionPolicy) bool { return p.Name == o.GetName() })
-	case "MutatingAdmissionPolicyBinding":
-		return slices.ContainsFunc(set.MutatingBindings, func(b *admissionregistrationv1.MutatingAdmissionPolicyBinding) bool { return b.Name == o.GetName() })
 	}
 	return false
 }
@@ -164,20 +144,6 @@ func TestAdmissionPoliciesSwitch(t *testing.T) {
 	set, err := admission.Objects()
 	if err != nil {
 		t.Fatal(err)
-	}
-	// A cluster without MutatingAdmissionPolicy v1 (before Kubernetes
-	// 1.36) gets the validating policies, not the mutating one.
-	older, err := renderFor("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range older {
-		if o.GetKind() == "MutatingAdmissionPolicy" || o.GetKind() == "MutatingAdmissionPolicyBinding" {
-			t.Errorf("rendered for a cluster without MutatingAdmissionPolicy v1: %s", describe(o))
-		}
-	}
-	if !slices.ContainsFunc(older, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ValidatingAdmissionPolicy" }) {
-		t.Error("rendered for a cluster without MutatingAdmissionPolicy v1: no ValidatingAdmissionPolicy either")
 	}
 	for _, args := range [][]string{
 		{"--set", "admissionPolicies.enabled=false"},

@@ -164,22 +164,7 @@ func helm(args ...string) ([]byte, error) {
 // render runs `helm template` as the docs do, with extra args such as --set,
 // and returns the rendered objects in order.
 func render(args ...string) ([]*unstructured.Unstructured, error) {
-	return renderFor(mutatingPolicies, args...)
-}
-
-// mutatingPolicies is the API version `helm template` is told the cluster
-// serves, as localfed's API servers do (Kubernetes 1.36 and later): the
-// chart renders the MutatingAdmissionPolicy only then.
-const mutatingPolicies = "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy"
-
-// renderFor renders the chart for a cluster that serves apiVersions (none:
-// helm's defaults).
-func renderFor(apiVersions string, args ...string) ([]*unstructured.Unstructured, error) {
-	base := []string{"template", "fedwarden", chart, "--namespace", namespace, "--include-crds"}
-	if apiVersions != "" {
-		base = append(base, "--api-versions", apiVersions)
-	}
-	out, err := helm(append(base, args...)...)
+	out, err := helm(append([]string{"template", "fedwarden", chart, "--namespace", namespace, "--include-crds"}, args...)...)
 	if err != nil {
 		return nil, err
 	}
