@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # build.sh builds the real components that tests and `fedwarden up` start,
-# and the generators the build needs, from the modules pinned under
+# and the generators and linters the build needs, from the modules pinned under
 # hack/tools/<module>/go.mod, into bin/.
 # A binary is rebuilt only when its module's go.mod or go.sum changed since it
 # was built, or its build flags did (the stamp bin/.<tool>.sum records them).
@@ -24,6 +24,7 @@ declare -A module=(
 	[kyverno-admission]=kyverno
 	[kyverno-background]=kyverno
 	[kyverno-reports]=kyverno
+	[staticcheck]=staticcheck
 )
 declare -A package=(
 	[controller-gen]=sigs.k8s.io/controller-tools/cmd/controller-gen
@@ -36,6 +37,7 @@ declare -A package=(
 	[kyverno-admission]=github.com/kyverno/kyverno/cmd/kyverno
 	[kyverno-background]=github.com/kyverno/kyverno/cmd/background-controller
 	[kyverno-reports]=github.com/kyverno/kyverno/cmd/reports-controller
+	[staticcheck]=honnef.co/go/tools/cmd/staticcheck
 )
 
 # ldflags_of prints the linker flags of a tool. Kubernetes binaries and helm
@@ -95,5 +97,5 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kubectl kyverno kyverno-admission kyverno-background kyverno-reports)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kubectl kyverno kyverno-admission kyverno-background kyverno-reports staticcheck)
 for t in "${tools[@]}"; do build "$t"; done

@@ -1,7 +1,6 @@
 package drift
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
@@ -70,7 +69,7 @@ const statusSubresource = "status"
 // value in live differs from desired's.
 func compareOwned(desired, live map[string]any, entry metav1.ManagedFieldsEntry, changes map[string]Change) error {
 	set := &fieldpath.Set{}
-	if err := set.FromJSON(bytes.NewReader(entry.FieldsV1.Raw)); err != nil {
+	if err := set.FromJSON(entry.FieldsV1.GetRawReader()); err != nil {
 		return fmt.Errorf("reading the managed fields of %s: %w", entry.Manager, err)
 	}
 	set.Leaves().Iterate(func(p fieldpath.Path) {

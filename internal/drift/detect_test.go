@@ -76,7 +76,7 @@ func object(t *testing.T, s string, managers ...metav1.ManagedFieldsEntry) *unst
 }
 
 func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
-	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 // scaleTo sets the member copy's replicas, as a write through the scale

@@ -2,12 +2,10 @@ package localfed
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -74,16 +72,6 @@ func (f *Federation) pids() []int {
 		}
 	}
 	return pids
-}
-
-// alive reports whether a process with this id exists.
-func alive(t testing.TB, pid int) bool {
-	t.Helper()
-	err := syscall.Kill(pid, 0)
-	if err != nil && !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("probing process %d: %v", pid, err)
-	}
-	return err == nil
 }
 
 // processesMentioning returns the ids of the processes whose command line

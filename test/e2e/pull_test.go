@@ -198,7 +198,7 @@ func entryManagers(t *testing.T, c client.Client, namespace, name string) map[st
 			continue
 		}
 		var fields map[string]any
-		if err := json.Unmarshal(mf.FieldsV1.Raw, &fields); err != nil {
+		if err := json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields); err != nil {
 			t.Fatal(err)
 		}
 		status, _ := fields["f:status"].(map[string]any)

@@ -180,7 +180,7 @@ func start(bin, dir, name string, args []string) (*ControllerManager, error) {
 		}
 		cmd := exec.Command(bin, append(slices.Clone(args), "--metrics-bind-address", addr)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = sysProcAttr()
 		if err := cmd.Start(); err != nil {
 			logFile.Close()
 			return nil, fmt.Errorf("starting the %s: %w", name, err)

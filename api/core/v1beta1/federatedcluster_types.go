@@ -117,7 +117,3 @@ type FederatedClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FederatedCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&FederatedCluster{}, &FederatedClusterList{})
-}

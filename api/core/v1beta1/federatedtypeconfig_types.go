@@ -148,7 +148,3 @@ type FederatedTypeConfigList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FederatedTypeConfig `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&FederatedTypeConfig{}, &FederatedTypeConfigList{})
-}

@@ -105,7 +105,3 @@ type ReplicaSchedulingPreferenceList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ReplicaSchedulingPreference `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ReplicaSchedulingPreference{}, &ReplicaSchedulingPreferenceList{})
-}

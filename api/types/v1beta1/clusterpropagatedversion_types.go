@@ -281,7 +281,3 @@ type ClusterPropagatedVersionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ClusterPropagatedVersion `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ClusterPropagatedVersion{}, &ClusterPropagatedVersionList{})
-}

@@ -70,7 +70,3 @@ type FederatedDeploymentList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []FederatedDeployment `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&FederatedDeployment{}, &FederatedDeploymentList{})
-}

@@ -197,7 +197,7 @@ status: {replicas: 3}
 // manager may own the image or the replicas.
 func owned(manager string, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		FieldsV1: metav1.NewFieldsV1(fields)}
 }
 
 const (

@@ -43,7 +43,7 @@ func (b *bringer) startChild(name string, args ...string) (*child, error) {
 	args = append(args, "--metrics-bind-address", "127.0.0.1:"+strconv.Itoa(metrics), "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probes))
 	c.cmd = exec.Command(b.self, args...)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	c.cmd.SysProcAttr = sysProcAttr()
 	if err := c.cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("starting the %s: %w", name, err)
@@ -78,9 +78,12 @@ func (c *child) waitReady(ctx context.Context) error {
 	}
 }
 
-// stop ends the child with SIGTERM, then SIGKILL after 15 s.
+// stop ends the child with SIGTERM, then SIGKILL after 15 s. Where SIGTERM
+// cannot be sent (Windows), it kills the child at once.
 func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		_ = c.cmd.Process.Kill()
+	}
 	select {
 	case <-c.done:
 	case <-time.After(15 * time.Second):

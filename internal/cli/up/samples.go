@@ -32,7 +32,7 @@ func (b *bringer) applySamples(ctx context.Context) error {
 		return err
 	}
 	for _, obj := range objs {
-		if err := c.Patch(ctx, obj, client.Apply, client.FieldOwner("fedwarden-up"), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("fedwarden-up"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
