@@ -168,8 +168,10 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 }
 
 // checkPropagates creates a FederatedConfigMap placed on member-1 and
-// waits until the member has the ConfigMap, the CPV records its version,
-// and an Event tells about it.
+// waits until the member has the ConfigMap and the CPV records its
+// version; then edits the copy by hand and waits until it is healed and
+// an Event tells about it (a new resource placed as its placement says
+// raises none).
 func checkPropagates(t *testing.T, admin client.Client) {
 	t.Helper()
 	const ns, name = "rights", "settings"
@@ -206,6 +208,20 @@ func checkPropagates(t *testing.T, admin client.Client) {
 		}
 		ok := len(cpv.Status.ClusterVersions) == 1 && cpv.Status.ClusterVersions[0].ClusterName == "member-1" && cpv.Status.ClusterVersions[0].Version != ""
 		return ok, fmt.Sprintf("%+v", cpv.Status.ClusterVersions)
+	})
+	cm := &corev1.ConfigMap{}
+	if err := member.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["greeting"] = "edited by hand"
+	if err := member.Update(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the hand edit in member-1 healed", func(ctx context.Context) (bool, string) {
+		if err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
+			return false, err.Error()
+		}
+		return cm.Data["greeting"] == "hello", fmt.Sprint(cm.Data)
 	})
 	eventually(t, 30*time.Second, "an Event on the FederatedConfigMap", func(ctx context.Context) (bool, string) {
 		var events eventsv1.EventList

@@ -92,12 +92,12 @@ func (b *bringer) startClusters(ctx context.Context) error {
 // host, logging to a file, and waits until it is ready.
 func (b *bringer) startControllerManager(ctx context.Context) error {
 	// The members are on this machine: the controller-manager contacts no other.
-	c, err := b.startChild("controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig, "--member-networks", egress.Loopback.String())
+	c, err := b.startReady(ctx, "controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig, "--member-networks", egress.Loopback.String())
 	if err != nil {
 		return err
 	}
 	b.metricsURL = c.metricsURL
-	return c.waitReady(ctx)
+	return nil
 }
 
 // startAgents runs `fedwarden agent` for every Pull member, as its
@@ -109,12 +109,8 @@ func (b *bringer) startAgents(ctx context.Context) error {
 		if err := m.WriteServiceAccountKubeconfig(ctx, corev1beta1.DefaultFederationNamespace, registration.AgentMemberServiceAccountName, memberKubeconfig, 24*time.Hour); err != nil {
 			return err
 		}
-		c, err := b.startChild("agent-"+m.Name, "agent", "--cluster-name", m.Name,
-			"--host-kubeconfig", b.agentHostKubeconfig(m), "--kubeconfig", memberKubeconfig)
-		if err != nil {
-			return err
-		}
-		if err := c.waitReady(ctx); err != nil {
+		if _, err := b.startReady(ctx, "agent-"+m.Name, "agent", "--cluster-name", m.Name,
+			"--host-kubeconfig", b.agentHostKubeconfig(m), "--kubeconfig", memberKubeconfig); err != nil {
 			return err
 		}
 	}

@@ -1,12 +1,14 @@
 package up
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -55,6 +57,40 @@ func (b *bringer) startChild(name string, args ...string) (*child, error) {
 	}()
 	b.children = append(b.children, c)
 	return c, nil
+}
+
+// bindAttempts is how many times startReady starts a child whose port was
+// taken between freePort and its bind.
+const bindAttempts = 5
+
+// startReady starts a child as startChild does and waits until it is
+// ready. The ports were free a moment before, but another program may
+// take one before the child binds it: a child that exits with "address
+// already in use" is started again on other ports, a few times.
+func (b *bringer) startReady(ctx context.Context, name string, args ...string) (*child, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := b.startChild(name, args...)
+		if err != nil {
+			return nil, err
+		}
+		err = c.waitReady(ctx)
+		if err == nil || attempt == bindAttempts || !c.lostItsPort() {
+			return c, err
+		}
+		b.children = slices.DeleteFunc(b.children, func(o *child) bool { return o == c })
+	}
+}
+
+// lostItsPort reports whether the child has exited because a port it was
+// given was taken.
+func (c *child) lostItsPort() bool {
+	select {
+	case <-c.done:
+	default:
+		return false
+	}
+	log, err := os.ReadFile(c.logPath)
+	return err == nil && bytes.Contains(log, []byte("address already in use"))
 }
 
 // waitReady polls the child's /readyz until it answers 200, the process
