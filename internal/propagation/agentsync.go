@@ -4,17 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // agentSide is what a Reconciler running in a Pull cluster's agent knows:
@@ -35,7 +33,7 @@ type agentSide struct {
 // agent's cache, nothing.
 func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
 	// The agent's cache holds only the CPVs labelled for its cluster.
-	cpv, err := r.getCPV(ctx, fed)
+	cpv, err := r.record.get(ctx, fed)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -48,35 +46,27 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstr
 		return reconcile.Result{}, r.agentRemove(ctx, fed, cpv, false)
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("No ClusterPropagatedVersion places the resource on this cluster or tells it to remove its copy; keeping any copy as it is",
-		"cpv", r.cpvKey(fed))
+		"cpv", r.record.key(fed))
 	return reconcile.Result{}, nil
 }
 
 // agentSync syncs fed, which cpv places on the agent's cluster, to that
 // cluster and writes the agent's entry of cpv.
 func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) (reconcile.Result, error) {
-	name := r.agent.cluster
-	spec, err := parseSpec(fed)
+	spec, err := render.ParseSpec(fed)
 	if err != nil {
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 	in := newSyncInput(fed, spec, cpv, targetsOf(cpv))
-	prev, recorded := in.previous[name]
+	prev, recorded := in.previous[r.agent.cluster]
 	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
 	// on: the copy is compared, not re-applied.
 	in.force = recorded && in.resync != "" && in.resync != prev.Resync
-	res := r.syncCluster(ctx, in, name, nil)
-	r.recordDrift(fed, in, []clusterResult{res})
-	r.drifted.set(client.ObjectKeyFromObject(fed), []clusterResult{res})
-	cv := clusterVersion(prev, res, in.v, metav1.NewTime(r.now()))
-	cv.Resync = prev.Resync
-	if in.resync != "" && (res.written || res.state == typesv1beta1.InSync) {
-		cv.Resync = in.resync
-	}
-	if !recorded || !equality.Semantic.DeepEqual(prev, cv) {
-		if err := r.applyOwnEntry(ctx, client.ObjectKeyFromObject(cpv), &cv); err != nil {
-			return reconcile.Result{}, err
-		}
+	res := r.apply.syncCluster(ctx, in, r.agent.cluster, nil)
+	r.report.recordDrift(fed, in, []clusterResult{res})
+	r.report.drifted.set(client.ObjectKeyFromObject(fed), []clusterResult{res})
+	if err := r.record.writeAgentResult(ctx, cpv, in, res); err != nil {
+		return reconcile.Result{}, err
 	}
 	if res.retry {
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
@@ -105,21 +95,21 @@ func targetsOf(cpv *typesv1beta1.ClusterPropagatedVersion) targets {
 // finds nothing of the agent's writes nothing, but costs a request.
 func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, deleteCopy bool) error {
 	name := r.agent.cluster
-	had, err := r.hasManagedCopy(ctx, fed)
+	had, err := r.apply.hasManagedCopy(ctx, fed)
 	if err != nil {
 		return err
 	}
 	if had && deleteCopy {
-		if done, failed := r.deleteCopy(ctx, fed, name, nil); !done {
+		if done, failed := r.apply.deleteCopy(ctx, fed, name, nil); !done {
 			return fmt.Errorf("deleting the copy of %s %s: %s", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), failed.message)
 		}
 	}
-	r.drifted.forget(client.ObjectKeyFromObject(fed))
+	r.report.drifted.forget(client.ObjectKeyFromObject(fed))
 	_, recorded := entryOf(cpv, name)
 	if !recorded && (cpv.ResourceVersion != "" || !had) {
 		return nil // nothing reported: nothing to write
 	}
-	err = r.applyOwnEntry(ctx, r.cpvKey(fed), nil)
+	err = r.record.writeAgentEntry(ctx, r.record.key(fed), nil)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -128,8 +118,8 @@ func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstruct
 
 // hasManagedCopy tells whether the agent's cluster holds a managed copy of
 // fed, as its informer sees it.
-func (r *Reconciler) hasManagedCopy(ctx context.Context, fed *unstructured.Unstructured) (bool, error) {
-	lister, err := r.watches.lister(ctx, r.agent.member)
+func (a *applier) hasManagedCopy(ctx context.Context, fed *unstructured.Unstructured) (bool, error) {
+	lister, err := a.watches.lister(ctx, a.agent.member)
 	if apierrors.IsNotFound(err) {
 		return false, nil // the cluster does not serve the kind
 	}
@@ -137,7 +127,7 @@ func (r *Reconciler) hasManagedCopy(ctx context.Context, fed *unstructured.Unstr
 		return false, err
 	}
 	key := fed.GetName()
-	if r.typ.TargetNamespaced && fed.GetNamespace() != "" {
+	if a.typ.TargetNamespaced && fed.GetNamespace() != "" {
 		key = fed.GetNamespace() + "/" + key
 	}
 	_, err = lister.Get(key)
@@ -145,22 +135,6 @@ func (r *Reconciler) hasManagedCopy(ctx context.Context, fed *unstructured.Unstr
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// applyOwnEntry writes the agent's entry of the CPV key (removes it when
-// cv is nil) with server-side apply as the agent's field manager, which
-// owns nothing else.
-func (r *Reconciler) applyOwnEntry(ctx context.Context, key types.NamespacedName, cv *typesv1beta1.ClusterVersion) error {
-	var st *typesv1beta1.ClusterPropagatedVersionStatus
-	if cv != nil {
-		st = &typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{*cv}}
-	}
-	applied, err := applyCPVStatus(ctx, r.client, key, st, r.agent.fieldManager)
-	if err != nil {
-		return fmt.Errorf("writing cluster %s's entry of ClusterPropagatedVersion %s: %w", r.agent.cluster, key, err)
-	}
-	r.ownWrites.record(applied)
-	return nil
 }
 
 // entryOf returns cluster's entry of cpv's status.

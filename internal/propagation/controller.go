@@ -107,8 +107,9 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 		}
 		opts.Scheduler = sched
 	}
-	r := newReconciler(mgr, typ, opts)
-	r.clusters, r.namespaces, r.notifier = clusters, namespaces, notifier
+	r := newReconciler(mgr, typ, opts, nil)
+	r.apply.clusters, r.place.namespaces = clusters, namespaces
+	r.notifier, r.record.notifier = notifier, notifier
 	return newController(mgr, r, "propagation-"+typ.Name)
 }
 
@@ -118,15 +119,20 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 // CPVs as fieldManager. It expects a manager whose cache holds only the CPVs
 // placed on the cluster.
 func NewAgent(mgr manager.Manager, typ Type, member *clustercache.Member, fieldManager string, opts Options) (*Controller, error) {
-	r := newReconciler(mgr, typ, opts)
-	r.agent = &agentSide{cluster: member.Name, member: member, fieldManager: fieldManager}
-	return newController(mgr, r, "agent-"+typ.Name)
+	agent := &agentSide{cluster: member.Name, member: member, fieldManager: fieldManager}
+	return newController(mgr, newReconciler(mgr, typ, opts, agent), "agent-"+typ.Name)
 }
 
-func newReconciler(mgr manager.Manager, typ Type, opts Options) *Reconciler {
+// newReconciler returns the reconciler of typ and the owners of its
+// stages; agent is nil on the host.
+func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide) *Reconciler {
 	return &Reconciler{
-		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, now: time.Now,
-		recorder: mgr.GetEventRecorder("fedwarden-propagation"), drifted: newDriftGauge(typ.Federated.Kind),
+		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
+		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
+		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, agent: agent},
+		record: &cpvStore{typ: typ, client: mgr.GetClient(), namespace: opts.Namespace, now: time.Now, agent: agent},
+		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
+			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now},
 	}
 }
 
@@ -134,7 +140,8 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options) *Reconciler {
 // member watches that enqueue it.
 func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller, error) {
 	c := &Controller{typ: r.typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
-	r.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout)
+	r.apply.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout)
+	r.place.watches = r.apply.watches
 	r.stopped = c.stopped
 	c.reconciler = r
 	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
@@ -189,7 +196,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 // the federated resources could not be listed in time (no right to).
 func (c *Controller) Start(ctx context.Context) error {
 	defer close(c.stopped)
-	defer c.reconciler.watches.stop()
+	defer c.reconciler.apply.watches.stop()
 	watchSync, stopWatching := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -252,10 +259,10 @@ func (c *Controller) cpvTarget(_ context.Context, cpv *typesv1beta1.ClusterPropa
 func (c *Controller) notOwnWrite() predicate.TypedPredicate[*typesv1beta1.ClusterPropagatedVersion] {
 	return predicate.TypedFuncs[*typesv1beta1.ClusterPropagatedVersion]{
 		CreateFunc: func(e event.TypedCreateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
-			return !c.reconciler.ownWrites.mine(e.Object)
+			return !c.reconciler.record.own.mine(e.Object)
 		},
 		UpdateFunc: func(e event.TypedUpdateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
-			return !c.reconciler.ownWrites.mine(e.ObjectNew)
+			return !c.reconciler.record.own.mine(e.ObjectNew)
 		},
 	}
 }

@@ -35,7 +35,7 @@ func TestReconcilesRecoverPanics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Reconciler{typ: configMaps} // no client: Reconcile panics
+	r := &Reconciler{typ: configMaps, place: &placer{typ: configMaps}, apply: &applier{typ: configMaps}} // no client: Reconcile panics
 	c, err := newController(mgr, r, "propagation-panics-test")
 	if err != nil {
 		t.Fatal(err)

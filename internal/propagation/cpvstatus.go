@@ -5,15 +5,109 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
+
+// cpvStatus returns the ClusterPropagatedVersion status after a sync:
+// the current versions and an entry per cluster in results.
+func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Versions, placed int, results []clusterResult, generation int64, now metav1.Time) typesv1beta1.ClusterPropagatedVersionStatus {
+	st := typesv1beta1.ClusterPropagatedVersionStatus{
+		TemplateVersion: v.Template, OverrideVersion: v.Override,
+		TemplateHash: v.TemplateHash, OverrideHash: v.OverrideHash,
+		Conditions: slices.Clone(old.Conditions),
+	}
+	previous := map[string]typesv1beta1.ClusterVersion{}
+	for _, cv := range old.ClusterVersions {
+		previous[string(cv.ClusterName)] = cv
+	}
+	drifted := int32(0)
+	for _, res := range results {
+		if res.fromAgent && res.entry == nil {
+			continue // nothing reported yet
+		}
+		cv := clusterVersion(previous[res.name], res, v, now)
+		if cv.State != typesv1beta1.InSync {
+			drifted++
+		}
+		st.ClusterVersions = append(st.ClusterVersions, cv)
+	}
+	slices.SortFunc(st.ClusterVersions, func(a, b typesv1beta1.ClusterVersion) int {
+		return strings.Compare(string(a.ClusterName), string(b.ClusterName))
+	})
+	st.ClusterCount = new(int32(placed))
+	st.DriftedClusters = new(drifted)
+	reason, message := propagatedReason(placed, results)
+	setCondition(&st.Conditions, typesv1beta1.CPVPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
+	if drifted > 0 {
+		setCondition(&st.Conditions, typesv1beta1.CPVDrifted, true, typesv1beta1.ReasonClustersDrifted, listNotInSync(results), generation, now)
+	} else {
+		setCondition(&st.Conditions, typesv1beta1.CPVDrifted, false, typesv1beta1.ReasonAllInSync, "every cluster has the current versions", generation, now)
+	}
+	return st
+}
+
+// clusterVersion is the CPV entry of one cluster.
+func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v render.Versions, now metav1.Time) typesv1beta1.ClusterVersion {
+	if res.fromAgent && res.entry != nil {
+		return *res.entry // the agent's to write
+	}
+	cv := typesv1beta1.ClusterVersion{
+		ClusterName:     typesv1beta1.ClusterName(res.name),
+		State:           res.state,
+		Message:         bounded(res.message, 1024),
+		Version:         prev.Version,
+		TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion,
+		ObservedGeneration: prev.ObservedGeneration,
+		Remediation:        res.remediation,
+	}
+	if len(res.changes) > 0 {
+		cv.ChangedPaths, cv.ChangedBy = drift.Paths(res.changes)
+		if len(cv.ChangedBy) > 10 {
+			cv.ChangedBy = cv.ChangedBy[:10]
+		}
+	}
+	if res.object != nil {
+		// The resourceVersion is recorded when Fedwarden wrote the copy or
+		// its spec changed (a new generation), not for each status update
+		// the member's own controllers make, which would rewrite the CPV
+		// every time a Deployment's replica counts move. A kind without
+		// generations (ConfigMap, Secret) has no such status: each of its
+		// resourceVersions is a write, recorded even when this sync did not
+		// make it (the status write of the sync that did was lost to a host
+		// that was down, or undone by one that read a stale CPV).
+		gen := res.object.GetGeneration()
+		if res.written || prev.Version == "" || prev.ObservedGeneration != gen || gen == 0 {
+			cv.Version = res.object.GetResourceVersion()
+		}
+		cv.ObservedGeneration = gen
+		a := res.object.GetAnnotations()
+		cv.TemplateVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationTemplateVersion])
+		cv.OverrideVersion = typesv1beta1.Version(a[typesv1beta1.AnnotationOverrideVersion])
+	}
+	if res.state == typesv1beta1.InSync {
+		// The copy's content is that of the current versions, even when it
+		// was written at an earlier override version that did not change
+		// this cluster's part.
+		cv.TemplateVersion, cv.OverrideVersion = v.Template, v.Override
+		return cv
+	}
+	cv.DriftedSince = prev.DriftedSince
+	if cv.DriftedSince == nil || prev.State == typesv1beta1.InSync {
+		cv.DriftedSince = &now
+	}
+	return cv
+}
 
 // applyCPVStatus writes st as the status of the CPV key with server-side
 // apply, as manager: the fields st sets become the manager's, and those it
@@ -37,11 +131,19 @@ func applyCPVStatus(ctx context.Context, c client.Client, key types.NamespacedNa
 	return u, err
 }
 
+// ownWrites remembers, per CPV, the resourceVersions of the last few
+// writes this process made, so that the watch events of its own writes are
+// not taken for someone else's (an agent's) change.
+type ownWrites struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName][]string
+}
+
 // removeLeftEntries removes from the CPV applied the entries of clusters
 // that have left the federation (joined does not have them): entries their
 // agents wrote, which no apply of the host's can remove. Each removal is
 // guarded by a test of the entry's cluster name.
-func (r *Reconciler) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet) error {
+func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet) error {
 	entries, _, _ := unstructured.NestedSlice(applied.Object, "status", "clusterVersions")
 	var ops []map[string]any
 	for i := len(entries) - 1; i >= 0; i-- {
@@ -60,19 +162,11 @@ func (r *Reconciler) removeLeftEntries(ctx context.Context, applied *unstructure
 	if err != nil {
 		return fmt.Errorf("encoding the removal of left clusters' entries: %w", err)
 	}
-	if err := r.client.Status().Patch(ctx, applied, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+	if err := s.client.Status().Patch(ctx, applied, client.RawPatch(types.JSONPatchType, patch)); err != nil {
 		return fmt.Errorf("removing the entries of clusters that left from ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(applied), err)
 	}
-	r.ownWrites.record(applied)
+	s.own.record(applied)
 	return nil
-}
-
-// ownWrites remembers, per CPV, the resourceVersions of the last few
-// writes this process made, so that the watch events of its own writes are
-// not taken for someone else's (an agent's) change.
-type ownWrites struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName][]string
 }
 
 // recentWrites is how many resourceVersions are kept per CPV: a sync writes

@@ -4,6 +4,25 @@
 // deletes copies that are no longer placed, and records in the resource's
 // ClusterPropagatedVersion which versions each member really has.
 //
+// A sync is a pipeline with one owner per stage, as Reconciler's
+// reconcileNormal lists them:
+//
+//   - place: the placer (schedule.go, with the namespace restriction of
+//     namespaces.go) asks the scheduler of internal/scheduler;
+//   - render: package render makes each cluster's copy from the template
+//     and overrides, and the versions;
+//   - apply: the applier (applier.go, membersync.go, driftcheck.go,
+//     refusals.go, lastwrites.go) writes the member copies, checks them for
+//     drift, applies the adoption rules and deletes the copies of clusters
+//     the resource left; a Pull cluster's agent (agentsync.go) uses it too;
+//   - record: the cpvStore (cpvstore.go, cpvstatus.go) writes the
+//     ClusterPropagatedVersion, its spec and status, and an agent's own
+//     entry;
+//   - report: the reporter (report.go, status.go, driftevents.go, the drift
+//     gauge of metrics.go) writes the resource's status and conditions and
+//     its Events. It is deferred, so that it runs on every exit: a sync
+//     that stops part way says why in the Propagated condition.
+//
 // A member copy carries the label kubefed.io/managed=true and annotations
 // with the template version, the override version and a hash of the
 // rendered content; a copy whose hash matches is never written again, so a

@@ -9,6 +9,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // finding is the drift a sync found in one cluster, before acting on it.
@@ -30,8 +31,8 @@ func (f finding) outOfBand() bool {
 
 // policyFor is the drift policy of one cluster; with retainReplicas, the
 // member's replicas are never drift.
-func (r *Reconciler) policyFor(spec federated, cluster string) drift.Policy {
-	p := drift.PolicyFor(spec.DriftPolicy, cluster, r.opts.DefaultRemediation)
+func (a *applier) policyFor(spec render.Spec, cluster string) drift.Policy {
+	p := drift.PolicyFor(spec.DriftPolicy, cluster, a.defaultRemediation)
 	if spec.RetainReplicas {
 		p.IgnorePaths = append(p.IgnorePaths, "/spec/replicas")
 	}
@@ -40,9 +41,9 @@ func (r *Reconciler) policyFor(spec federated, cluster string) drift.Policy {
 
 // classify tells how existing, the member's copy (nil when it has none),
 // differs from desired, whose content hash is hash.
-func (r *Reconciler) classify(in *syncInput, cluster string, desired, existing *unstructured.Unstructured, hash string, policy drift.Policy) (finding, error) {
+func (a *applier) classify(in *syncInput, cluster string, desired, existing *unstructured.Unstructured, hash string, policy drift.Policy) (finding, error) {
 	var f finding
-	if at, ok := r.watches.takeChange(cluster, desired.GetNamespace(), desired.GetName()); ok {
+	if at, ok := a.watches.takeChange(cluster, desired.GetNamespace(), desired.GetName()); ok {
 		f.seenAt = at
 	}
 	prev, recorded := in.previous[cluster]
@@ -55,7 +56,7 @@ func (r *Reconciler) classify(in *syncInput, cluster string, desired, existing *
 	case existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash || existing.GetLabels()[typesv1beta1.LabelManaged] != "true":
 		if recorded && missedUpdates(prev.State) {
 			f.state = typesv1beta1.OutdatedOverrides
-			if existing.GetAnnotations()[typesv1beta1.AnnotationTemplateVersion] != string(in.v.template) {
+			if existing.GetAnnotations()[typesv1beta1.AnnotationTemplateVersion] != string(in.v.Template) {
 				f.state = typesv1beta1.OutdatedTemplate
 			}
 		}

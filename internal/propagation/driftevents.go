@@ -10,30 +10,6 @@ import (
 	"github.com/fedwarden/fedwarden/internal/drift"
 )
 
-// recordDrift emits DriftDetected and DriftResolved Events on fed: for a
-// drift this sync re-applied over, for a drift left alone that is new or
-// changed, and for a cluster back in sync by other means.
-func (r *Reconciler) recordDrift(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
-	if r.recorder == nil {
-		return
-	}
-	for _, res := range results {
-		if res.fromAgent {
-			continue // a Pull cluster's agent records its own Events
-		}
-		prev := in.previous[res.name]
-		switch {
-		case res.healed.state != "":
-			r.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
-			r.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
-		case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
-			r.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
-		case res.state == typesv1beta1.InSync && isDrift(prev.State):
-			r.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
-		}
-	}
-}
-
 // clusterRef is the FederatedCluster name, as the related object of an
 // Event about one cluster's copy. The events library merges Events of one
 // object, reason and action into a series that keeps the first note: with
@@ -44,6 +20,30 @@ func clusterRef(name string) *corev1beta1.FederatedCluster {
 	fc.APIVersion, fc.Kind = corev1beta1.GroupVersion.String(), "FederatedCluster"
 	fc.Name = name
 	return fc
+}
+
+// recordDrift emits DriftDetected and DriftResolved Events on fed: for a
+// drift this sync re-applied over, for a drift left alone that is new or
+// changed, and for a cluster back in sync by other means.
+func (rep *reporter) recordDrift(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
+	if rep.recorder == nil {
+		return
+	}
+	for _, res := range results {
+		if res.fromAgent {
+			continue // a Pull cluster's agent records its own Events
+		}
+		prev := in.previous[res.name]
+		switch {
+		case res.healed.state != "":
+			rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
+			rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
+		case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
+			rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
+		case res.state == typesv1beta1.InSync && isDrift(prev.State):
+			rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
+		}
+	}
 }
 
 // isDrift tells whether s is a drift state (not a failure to reach or
@@ -68,8 +68,8 @@ func changedPaths(res clusterResult) []string {
 // changed: the Propagated condition holds the same message, bounded.
 // Unreachable clusters are left to the FederatedCluster's own conditions,
 // so that an outage does not raise one Event per resource.
-func (r *Reconciler) recordFailures(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
-	if r.recorder == nil {
+func (rep *reporter) recordFailures(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
+	if rep.recorder == nil {
 		return
 	}
 	for _, res := range results {
@@ -80,6 +80,6 @@ func (r *Reconciler) recordFailures(fed *unstructured.Unstructured, in *syncInpu
 		if prev.State == res.state && prev.Message == bounded(res.message, 1024) {
 			continue
 		}
-		r.recorder.Eventf(fed, clusterRef(res.name), "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
 	}
 }

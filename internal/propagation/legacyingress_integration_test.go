@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // TestLegacyIngressOnMember writes the Ingress rendered from KubeFed's
@@ -51,11 +54,11 @@ func TestLegacyIngressOnMember(t *testing.T) {
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := parseSpec(federated)
+	spec, err := render.ParseSpec(federated)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := render(ingresses, federated, spec.overridesFor(member.Name))
+	rendered, err := render.WithOverrides(ingresses.renderTarget(), federated, spec.OverridesFor(member.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func TestLegacyIngressOnMember(t *testing.T) {
 	checkSampleBackend(t, applied)
 
 	asWritten := rendered.DeepCopy()
-	asWritten.Object["spec"] = template(federated)["spec"]
+	asWritten.Object["spec"] = render.Template(federated)["spec"]
 	_, err = ingressesOf.Create(ctx, asWritten, strict)
 	if err == nil || !strings.Contains(err.Error(), `unknown field "spec.rules[0].http.paths[0].backend.serviceName"`) {
 		t.Errorf("the sample's template as written, created in the member: %v, want unknown field backend.serviceName", err)
@@ -106,4 +109,25 @@ func checkSampleBackend(t *testing.T, got *unstructured.Unstructured) {
 	if pathType != "ImplementationSpecific" || name != "test-service" || port != 80 {
 		t.Errorf("the member has path %v, want pathType ImplementationSpecific, backend service test-service port 80", path)
 	}
+}
+
+// sample1Ingress is KubeFed's sample1 FederatedIngress, in the legacy shape.
+const sample1Ingress = "../../test/conformance/kubefed-v0.10.0/sample1/federatedingress.yaml"
+
+// readFederated reads the federated resource in file.
+func readFederated(t *testing.T, file string) *unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(raw); err != nil {
+		t.Fatal(err)
+	}
+	return u
 }

@@ -19,6 +19,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // FieldManager is the field manager of every member write.
@@ -67,11 +68,21 @@ func inSync(name string, obj *unstructured.Unstructured) clusterResult {
 	return clusterResult{name: name, reason: typesv1beta1.ClusterPropagated, state: typesv1beta1.InSync, object: obj}
 }
 
+// isDuplicate reports whether fc is a second FederatedCluster of a cluster
+// joined before under another name (Ready False, DuplicateCluster).
+func isDuplicate(fc *corev1beta1.FederatedCluster) bool {
+	if fc == nil {
+		return false
+	}
+	ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady)
+	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == corev1beta1.ReasonDuplicateCluster
+}
+
 // reach returns the clients of a placed cluster that may be written to, or
 // why not.
-func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clustercache.Member, *clusterResult) {
-	if r.agent != nil {
-		return r.agent.member, nil // an agent writes to its own cluster
+func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*clustercache.Member, *clusterResult) {
+	if a.agent != nil {
+		return a.agent.member, nil // an agent writes to its own cluster
 	}
 	if fc == nil {
 		res := unreachable(name, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name))
@@ -85,7 +96,7 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 		res := unreachable(name, msg)
 		return nil, &res
 	}
-	member, err := r.clusters.Get(name)
+	member, err := a.clusters.Get(name)
 	if err != nil {
 		res := unreachable(name, err.Error())
 		return nil, &res
@@ -93,24 +104,14 @@ func (r *Reconciler) reach(name string, fc *corev1beta1.FederatedCluster) (*clus
 	return member, nil
 }
 
-// isDuplicate reports whether fc is a second FederatedCluster of a cluster
-// joined before under another name (Ready False, DuplicateCluster).
-func isDuplicate(fc *corev1beta1.FederatedCluster) bool {
-	if fc == nil {
-		return false
-	}
-	ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady)
-	return ready != nil && ready.Status == metav1.ConditionFalse && ready.Reason == corev1beta1.ReasonDuplicateCluster
-}
-
 // syncCluster makes the member copy of fed in one cluster current, writing
 // only when its content differs from what was last written, or when it
 // drifted and the cluster's policy enforces.
-func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
-	if reason, msg := outOfReach(r.typ, in.fed); reason != "" {
+func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
+	if reason, msg := outOfReach(a.typ, in.fed); reason != "" {
 		return applyFailed(name, errors.New(msg), false)
 	}
-	member, failed := r.reach(name, fc)
+	member, failed := a.reach(name, fc)
 	if failed != nil {
 		return *failed
 	}
@@ -118,35 +119,25 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	if n, ok := in.replicas[name]; ok {
 		replicas = &n
 	}
-	desired, err := renderFor(r.typ, in.fed, in.spec, name, replicas)
+	desired, err := render.For(a.typ.renderTarget(), in.fed, in.spec, name, replicas)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}
-	hash := contentHash(desired.Object)
-	existing, conflict, err := r.existingCopy(ctx, member, in.fed, desired)
-	if err == nil && existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && r.written.lagging(name, existing, hash) {
-		existing, err = r.liveCopy(ctx, member, existing)
+	hash := render.ContentHash(desired.Object)
+	existing, failed := a.readCopy(ctx, member, in, name, desired, hash)
+	if failed != nil {
+		return *failed
 	}
-	switch {
-	case err != nil && isRefusal(err):
-		return refused(name, r.typ, err, r.serving(ctx, member))
-	case err != nil:
-		return unreachable(name, err.Error())
-	case conflict != "":
-		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: conflict}
-	case existing == nil && in.keptByNamespace[name]:
-		return clusterResult{name: name, gone: true}
-	}
-	policy := r.policyFor(in.spec, name)
-	f, err := r.classify(in, name, desired, existing, hash, policy)
+	policy := a.policyFor(in.spec, name)
+	f, err := a.classify(in, name, desired, existing, hash, policy)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}
 	if f.state == typesv1beta1.Missing {
 		// A copy that is gone may have gone with its kind (its CRD deleted
 		// in the member): that is no drift to report or write back.
-		if s := r.serving(ctx, member); s == notServed || s == beingRemoved {
-			return refused(name, r.typ, nil, s)
+		if s := a.serving(ctx, member); s == notServed || s == beingRemoved {
+			return refused(name, a.typ, nil, s)
 		}
 	}
 	current := existing != nil && f.state == "" && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
@@ -159,7 +150,7 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	case f.outOfBand() && !policy.Enforced():
 		return reported(name, f, existing, policy)
 	}
-	res := r.write(ctx, member, in, desired, existing, hash)
+	res := a.write(ctx, member, in, desired, existing, hash)
 	res.remediation = policy.Remediation
 	if res.written && f.state != "" {
 		res.healed = f
@@ -170,9 +161,35 @@ func (r *Reconciler) syncCluster(ctx context.Context, in *syncInput, name string
 	return res
 }
 
+// readCopy returns cluster name's copy of desired (nil when it has none),
+// whose content hash is hash, or the result that ends the cluster's sync:
+// the member cannot be read, refuses the kind, holds an object Fedwarden
+// may not take over, or no longer holds a copy kept only by the namespace
+// restriction.
+func (a *applier) readCopy(ctx context.Context, member *clustercache.Member, in *syncInput, name string, desired *unstructured.Unstructured, hash string) (*unstructured.Unstructured, *clusterResult) {
+	existing, conflict, err := a.existingCopy(ctx, member, in.fed, desired)
+	if err == nil && existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && a.written.lagging(name, existing, hash) {
+		existing, err = a.liveCopy(ctx, member, existing)
+	}
+	var res clusterResult
+	switch {
+	case err != nil && isRefusal(err):
+		res = refused(name, a.typ, err, a.serving(ctx, member))
+	case err != nil:
+		res = unreachable(name, err.Error())
+	case conflict != "":
+		res = clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: conflict}
+	case existing == nil && in.keptByNamespace[name]:
+		res = clusterResult{name: name, gone: true}
+	default:
+		return existing, nil
+	}
+	return nil, &res
+}
+
 // write applies desired, stamped with the versions and its hash, keeping
 // the member's replicas when the resource retains them.
-func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
+func (a *applier) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
 	if in.spec.RetainReplicas && existing != nil {
 		if replicas, found, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); found {
 			_ = unstructured.SetNestedField(desired.Object, replicas, "spec", "replicas")
@@ -182,24 +199,24 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.template)
-	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.override)
+	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.Template)
+	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.Override)
 	annotations[typesv1beta1.AnnotationDesiredHash] = hash
 	desired.SetAnnotations(annotations)
-	if r.typ.IsNamespace() && existing == nil {
-		if failed := r.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
+	if a.typ.IsNamespace() && existing == nil {
+		if failed := a.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
 			return *failed
 		}
 	}
-	applied, err := r.apply(ctx, member, desired, !in.keptByNamespace[member.Name])
+	applied, err := a.apply(ctx, member, desired, !in.keptByNamespace[member.Name])
 	if errors.Is(err, errNamespaceGone) {
 		return clusterResult{name: member.Name, gone: true}
 	}
 	if isRefusal(err) {
 		// The kind may have gone from the member since the copy was read
 		// (its CRD deleted): say so, rather than what the write was told.
-		if s := r.serving(ctx, member); s == notServed || s == beingRemoved {
-			return refused(member.Name, r.typ, err, s)
+		if s := a.serving(ctx, member); s == notServed || s == beingRemoved {
+			return refused(member.Name, a.typ, err, s)
 		}
 	}
 	if err != nil {
@@ -207,7 +224,7 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 		// (RBAC) may be lifted by joining again: that is worth retrying.
 		return applyFailed(member.Name, err, !apierrors.IsInvalid(err) && !apierrors.IsBadRequest(err))
 	}
-	r.written.record(member.Name, applied, hash)
+	a.written.record(member.Name, applied, hash)
 	res := inSync(member.Name, applied)
 	res.written = true
 	return res
@@ -217,14 +234,14 @@ func (r *Reconciler) write(ctx context.Context, member *clustercache.Member, in 
 // copy from the informer, or, when the informer has none, what the member's
 // API server has. conflict is set when that object is not Fedwarden's and
 // fed does not opt in to adopting it.
-func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Member, fed, desired *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
-	lister, err := r.watches.lister(ctx, member)
+func (a *applier) existingCopy(ctx context.Context, member *clustercache.Member, fed, desired *unstructured.Unstructured) (*unstructured.Unstructured, string, error) {
+	lister, err := a.watches.lister(ctx, member)
 	if isRefusal(err) {
 		// The informer's last list was refused. It tries again with a
 		// backoff of up to a minute, but the kind or the right may be there
 		// by now (installed, or granted by joining again): ask the member,
 		// with a list as the informer's, and read the copy directly.
-		if err = r.probeList(ctx, member); err == nil {
+		if err = a.probeList(ctx, member); err == nil {
 			lister = nil
 		}
 	}
@@ -242,57 +259,57 @@ func (r *Reconciler) existingCopy(ctx context.Context, member *clustercache.Memb
 			}
 		}
 	}
-	got, err := r.resource(member, desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	got, err := a.resource(member, desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, "", nil
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s %s in cluster %s: %w", r.typ.Target.Kind, key, member.Name, err)
+		return nil, "", fmt.Errorf("reading %s %s in cluster %s: %w", a.typ.Target.Kind, key, member.Name, err)
 	}
-	if got.GetLabels()[typesv1beta1.LabelManaged] == "true" || r.mayAdopt(fed, got) {
+	if got.GetLabels()[typesv1beta1.LabelManaged] == "true" || a.mayAdopt(fed, got) {
 		return got, "", nil
 	}
 	return nil, fmt.Sprintf("cluster %s already has %s %s, which Fedwarden does not manage; annotate the %s with %s: %s to take it over",
-		member.Name, r.typ.Target.Kind, key, r.typ.Federated.Kind, typesv1beta1.AnnotationConflictResolution, typesv1beta1.ConflictResolutionAdopt), nil
+		member.Name, a.typ.Target.Kind, key, a.typ.Federated.Kind, typesv1beta1.AnnotationConflictResolution, typesv1beta1.ConflictResolutionAdopt), nil
 }
 
 // probeList lists, as the member informer does, the managed copies of the
 // type in member, one at most: it fails as the informer's list would now.
-func (r *Reconciler) probeList(ctx context.Context, member *clustercache.Member) error {
-	_, err := member.Dynamic.Resource(r.typ.TargetResource).List(ctx, metav1.ListOptions{LabelSelector: typesv1beta1.LabelManaged + "=true", Limit: 1})
+func (a *applier) probeList(ctx context.Context, member *clustercache.Member) error {
+	_, err := member.Dynamic.Resource(a.typ.TargetResource).List(ctx, metav1.ListOptions{LabelSelector: typesv1beta1.LabelManaged + "=true", Limit: 1})
 	if err != nil {
-		return fmt.Errorf("listing %s in cluster %s: %w", r.typ.kindName(), member.Name, err)
+		return fmt.Errorf("listing %s in cluster %s: %w", a.typ.kindName(), member.Name, err)
 	}
 	return nil
 }
 
 // liveCopy reads cached's object from the member, for a copy the informer
 // has not caught up with; nil when it is gone.
-func (r *Reconciler) liveCopy(ctx context.Context, member *clustercache.Member, cached *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	live, err := r.resource(member, cached.GetNamespace()).Get(ctx, cached.GetName(), metav1.GetOptions{})
+func (a *applier) liveCopy(ctx context.Context, member *clustercache.Member, cached *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	live, err := a.resource(member, cached.GetNamespace()).Get(ctx, cached.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.typ.Target.Kind, cached.GetName(), member.Name, err)
+		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", a.typ.Target.Kind, cached.GetName(), member.Name, err)
 	}
 	return live, nil
 }
 
 // mayAdopt tells whether fed may take over the unmanaged member object got.
-func (r *Reconciler) mayAdopt(fed, got *unstructured.Unstructured) bool {
-	if r.typ.IsNamespace() && isSystemNamespace(got.GetName()) {
+func (a *applier) mayAdopt(fed, got *unstructured.Unstructured) bool {
+	if a.typ.IsNamespace() && isSystemNamespace(got.GetName()) {
 		return false // never, whatever fed says
 	}
 	if fed.GetAnnotations()[typesv1beta1.AnnotationConflictResolution] == typesv1beta1.ConflictResolutionAdopt {
 		return true
 	}
-	return r.typ.IsNamespace() && got.GetAnnotations()[typesv1beta1.AnnotationCreatedNamespace] == "true"
+	return a.typ.IsNamespace() && got.GetAnnotations()[typesv1beta1.AnnotationCreatedNamespace] == "true"
 }
 
-func (r *Reconciler) resource(member *clustercache.Member, namespace string) dynamic.ResourceInterface {
-	res := member.Dynamic.Resource(r.typ.TargetResource)
-	if r.typ.TargetNamespaced {
+func (a *applier) resource(member *clustercache.Member, namespace string) dynamic.ResourceInterface {
+	res := member.Dynamic.Resource(a.typ.TargetResource)
+	if a.typ.TargetNamespaced {
 		return res.Namespace(namespace)
 	}
 	return res
@@ -301,38 +318,6 @@ func (r *Reconciler) resource(member *clustercache.Member, namespace string) dyn
 // errNamespaceGone: the member has no namespace for the copy, and none is
 // created for it.
 var errNamespaceGone = errors.New("the namespace of the copy is gone from the cluster")
-
-// apply writes desired with server-side apply, creating its namespace in
-// the member first if the member lacks it and createNamespace is set
-// (otherwise it returns errNamespaceGone).
-func (r *Reconciler) apply(ctx context.Context, member *clustercache.Member, desired *unstructured.Unstructured, createNamespace bool) (*unstructured.Unstructured, error) {
-	raw, err := json.Marshal(desired.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %s %s: %w", r.typ.Target.Kind, desired.GetName(), err)
-	}
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true)}
-	res := r.resource(member, desired.GetNamespace())
-	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
-	memberWrites.WithLabelValues(member.Name, "apply").Inc()
-	if isNamespaceNotFound(err) {
-		if !createNamespace {
-			return nil, errNamespaceGone
-		}
-		if err := r.ensureNamespace(ctx, member, desired.GetNamespace()); err != nil {
-			return nil, err
-		}
-		applied, err = res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
-		memberWrites.WithLabelValues(member.Name, "apply").Inc()
-	}
-	if apierrors.IsForbidden(err) {
-		return nil, fmt.Errorf("writing %s %s to cluster %s: %w; the host's identity in the member lacks this right: run 'fedwarden join %s' again "+
-			"(it grants every kind the member serves, or those of --resources)", r.typ.Target.Kind, desired.GetName(), member.Name, err, member.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("writing %s %s to cluster %s: %w", r.typ.Target.Kind, desired.GetName(), member.Name, err)
-	}
-	return applied, nil
-}
 
 func isNamespaceNotFound(err error) bool {
 	status, ok := err.(apierrors.APIStatus)
@@ -343,9 +328,41 @@ func isNamespaceNotFound(err error) bool {
 	return d != nil && d.Kind == "namespaces"
 }
 
+// apply writes desired with server-side apply, creating its namespace in
+// the member first if the member lacks it and createNamespace is set
+// (otherwise it returns errNamespaceGone).
+func (a *applier) apply(ctx context.Context, member *clustercache.Member, desired *unstructured.Unstructured, createNamespace bool) (*unstructured.Unstructured, error) {
+	raw, err := json.Marshal(desired.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s %s: %w", a.typ.Target.Kind, desired.GetName(), err)
+	}
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true)}
+	res := a.resource(member, desired.GetNamespace())
+	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
+	memberWrites.WithLabelValues(member.Name, "apply").Inc()
+	if isNamespaceNotFound(err) {
+		if !createNamespace {
+			return nil, errNamespaceGone
+		}
+		if err := a.ensureNamespace(ctx, member, desired.GetNamespace()); err != nil {
+			return nil, err
+		}
+		applied, err = res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
+		memberWrites.WithLabelValues(member.Name, "apply").Inc()
+	}
+	if apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("writing %s %s to cluster %s: %w; the host's identity in the member lacks this right: run 'fedwarden join %s' again "+
+			"(it grants every kind the member serves, or those of --resources)", a.typ.Target.Kind, desired.GetName(), member.Name, err, member.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing %s %s to cluster %s: %w", a.typ.Target.Kind, desired.GetName(), member.Name, err)
+	}
+	return applied, nil
+}
+
 // ensureNamespace creates namespace in the member, marked as created for
 // propagation.
-func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.Member, namespace string) error {
+func (a *applier) ensureNamespace(ctx context.Context, member *clustercache.Member, namespace string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        namespace,
 		Annotations: map[string]string{typesv1beta1.AnnotationCreatedNamespace: "true"},
@@ -362,8 +379,8 @@ func (r *Reconciler) ensureNamespace(ctx context.Context, member *clustercache.M
 // longer placed on: it deletes it, or releases a namespace Fedwarden did not
 // create (see removalOf). done is false when the cluster cannot be reached
 // now.
-func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
-	if fc == nil && r.agent == nil {
+func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
+	if fc == nil && a.agent == nil {
 		return true, nil // the cluster left the federation
 	}
 	if isDuplicate(fc) {
@@ -371,15 +388,15 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		// own name: deleting it through this name would take it from that.
 		return true, nil
 	}
-	if reason, _ := outOfReach(r.typ, fed); reason != "" {
+	if reason, _ := outOfReach(a.typ, fed); reason != "" {
 		return true, nil // never synced, so nothing of its own to remove
 	}
-	member, failed := r.reach(name, fc)
+	member, failed := a.reach(name, fc)
 	if failed != nil {
 		failed.message = "removal pending: " + failed.message
 		return false, failed
 	}
-	lister, err := r.watches.lister(ctx, member)
+	lister, err := a.watches.lister(ctx, member)
 	if apierrors.IsNotFound(err) {
 		return true, nil // the member does not serve the kind: no copy there
 	}
@@ -389,7 +406,7 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		return false, &res
 	}
 	namespace := ""
-	if r.typ.TargetNamespaced {
+	if a.typ.TargetNamespaced {
 		namespace = fed.GetNamespace()
 	}
 	key := fed.GetName()
@@ -401,18 +418,18 @@ func (r *Reconciler) deleteCopy(ctx context.Context, fed *unstructured.Unstructu
 		u, _ = obj.(*unstructured.Unstructured)
 	} else {
 		// The informer may not have seen a copy written a moment ago.
-		got, err := r.resource(member, namespace).Get(ctx, fed.GetName(), metav1.GetOptions{})
+		got, err := a.resource(member, namespace).Get(ctx, fed.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && got.GetLabels()[typesv1beta1.LabelManaged] != "true") {
 			return true, nil // no managed copy
 		}
 		if err != nil {
-			res := unreachable(name, fmt.Sprintf("removal pending: reading %s %s in cluster %s: %v", r.typ.Target.Kind, key, name, err))
+			res := unreachable(name, fmt.Sprintf("removal pending: reading %s %s in cluster %s: %v", a.typ.Target.Kind, key, name, err))
 			return false, &res
 		}
 		u = got
 	}
-	r.written.forget(name, u)
-	if err := r.removeCopy(ctx, member, u); err != nil {
+	a.written.forget(name, u)
+	if err := a.removeCopy(ctx, member, u); err != nil {
 		res := applyFailed(name, fmt.Errorf("removal pending: %w", err), true)
 		return false, &res
 	}

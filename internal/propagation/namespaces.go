@@ -19,6 +19,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
 )
@@ -63,21 +64,6 @@ func refusedStatus(old typesv1beta1.FederatedStatus, reason, message string, gen
 	return st
 }
 
-// refuse reports, with the resource's conditions and an Event when they
-// change, why fed is not synced, and writes nothing else: no member, no CPV,
-// no finalizer. Retrying cannot fix the input: the error is terminal.
-func (r *Reconciler) refuse(ctx context.Context, fed *unstructured.Unstructured, reason, message string) error {
-	old := federatedStatusOf(fed)
-	if c := meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedPropagated); (c == nil || c.Reason != reason || c.Message != message) && r.recorder != nil {
-		r.recorder.Eventf(fed, nil, corev1.EventTypeWarning, reason, "Sync", "%s", message)
-	}
-	next := refusedStatus(old, reason, message, fed.GetGeneration(), metav1.NewTime(r.now()))
-	if err := r.patchFederatedStatus(ctx, fed, old, next); err != nil {
-		return err
-	}
-	return reconcile.TerminalError(fmt.Errorf("%s %s is not synced: %s", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), reason))
-}
-
 // namespaceRestriction keeps a namespaced resource to the clusters its
 // namespace is federated to, when namespaces are federated (KubeFed's
 // rule). A FederatedNamespace's placement is the user's intent: a cluster
@@ -85,18 +71,18 @@ func (r *Reconciler) refuse(ctx context.Context, fed *unstructured.Unstructured,
 // (what `fedwarden enable namespaces` on a live federation finds), or whose
 // FederatedNamespace's placement cannot be read, is state: new placements
 // go nowhere, and the copies already there are kept and reported.
-func (r *Reconciler) namespaceRestriction(ctx context.Context, fed *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) (*scheduler.Restriction, string, string, error) {
-	if !r.typ.TargetNamespaced || r.namespaces == nil {
+func (p *placer) namespaceRestriction(ctx context.Context, fed *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) (*scheduler.Restriction, string, string, error) {
+	if !p.typ.TargetNamespaced || p.namespaces == nil {
 		return nil, "", "", nil
 	}
-	gvk, federated, err := r.namespaces.FederatedNamespaceKind(ctx)
+	gvk, federated, err := p.namespaces.FederatedNamespaceKind(ctx)
 	if err != nil || !federated {
 		return nil, "", "", err
 	}
 	namespace := fed.GetNamespace()
 	fns := &unstructured.Unstructured{}
 	fns.SetGroupVersionKind(gvk)
-	err = r.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespace}, fns)
+	err = p.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespace}, fns)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
 		msg := fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to; "+
 			"copies already in clusters stay (Scheduled condition, reason %s) until the %s places the namespace", namespace, gvk.Kind, typesv1beta1.ReasonCopiesKept, gvk.Kind)
@@ -113,9 +99,24 @@ func (r *Reconciler) namespaceRestriction(ctx context.Context, fed *unstructured
 	return &scheduler.Restriction{Plugin: gvk.Kind, Clusters: nsPlaced, Reason: "namespace " + namespace + " is not federated to it", Intent: true}, "", "", nil
 }
 
+// refuse reports, with the resource's conditions and an Event when they
+// change, why fed is not synced, and writes nothing else: no member, no CPV,
+// no finalizer. Retrying cannot fix the input: the error is terminal.
+func (rep *reporter) refuse(ctx context.Context, fed *unstructured.Unstructured, reason, message string) error {
+	old := federatedStatusOf(fed)
+	if c := meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedPropagated); (c == nil || c.Reason != reason || c.Message != message) && rep.recorder != nil {
+		rep.recorder.Eventf(fed, nil, corev1.EventTypeWarning, reason, "Sync", "%s", message)
+	}
+	next := refusedStatus(old, reason, message, fed.GetGeneration(), metav1.NewTime(rep.now()))
+	if err := rep.patchFederatedStatus(ctx, fed, old, next); err != nil {
+		return err
+	}
+	return reconcile.TerminalError(fmt.Errorf("%s %s is not synced: %s", rep.typ.Federated.Kind, client.ObjectKeyFromObject(fed), reason))
+}
+
 // namespacePlacement returns the clusters a FederatedNamespace is placed on.
 func namespacePlacement(fns *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) ([]string, error) {
-	spec, err := parseSpec(fns)
+	spec, err := render.ParseSpec(fns)
 	if err != nil {
 		return nil, err
 	}
@@ -212,29 +213,29 @@ func removalOf(typ Type, obj *unstructured.Unstructured) removal {
 	return removeRelease
 }
 
-// removeCopy deletes, releases or leaves obj, a managed copy in member,
-// as removalOf says; obj's UID guards against a copy created since.
-func (r *Reconciler) removeCopy(ctx context.Context, member *clustercache.Member, obj *unstructured.Unstructured) error {
-	uid := obj.GetUID()
-	switch removalOf(r.typ, obj) {
-	case removeNothing:
-		return nil
-	case removeRelease:
-		return r.release(ctx, member, obj)
-	}
-	err := r.resource(member, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	memberWrites.WithLabelValues(member.Name, "delete").Inc()
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("deleting %s %s in cluster %s: %w", r.typ.Target.Kind, obj.GetName(), member.Name, err)
-	}
-	return nil
-}
-
 // releaseMarks are the label and annotations that make a member object
 // Fedwarden's; releasing an object removes them, and nothing else.
 var releaseMarks = struct{ labels, annotations []string }{
 	labels:      []string{typesv1beta1.LabelManaged},
 	annotations: []string{typesv1beta1.AnnotationTemplateVersion, typesv1beta1.AnnotationOverrideVersion, typesv1beta1.AnnotationDesiredHash},
+}
+
+// removeCopy deletes, releases or leaves obj, a managed copy in member,
+// as removalOf says; obj's UID guards against a copy created since.
+func (a *applier) removeCopy(ctx context.Context, member *clustercache.Member, obj *unstructured.Unstructured) error {
+	uid := obj.GetUID()
+	switch removalOf(a.typ, obj) {
+	case removeNothing:
+		return nil
+	case removeRelease:
+		return a.release(ctx, member, obj)
+	}
+	err := a.resource(member, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	memberWrites.WithLabelValues(member.Name, "delete").Inc()
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting %s %s in cluster %s: %w", a.typ.Target.Kind, obj.GetName(), member.Name, err)
+	}
+	return nil
 }
 
 // releasePatch is the JSON merge patch that releases the object of uid: it
@@ -253,15 +254,15 @@ func releasePatch(uid types.UID) ([]byte, error) {
 
 // release takes Fedwarden's marks off obj in member: it is no longer
 // managed, and stays as it is otherwise.
-func (r *Reconciler) release(ctx context.Context, member *clustercache.Member, obj *unstructured.Unstructured) error {
+func (a *applier) release(ctx context.Context, member *clustercache.Member, obj *unstructured.Unstructured) error {
 	patch, err := releasePatch(obj.GetUID())
 	if err != nil {
-		return fmt.Errorf("encoding the release of %s %s: %w", r.typ.Target.Kind, obj.GetName(), err)
+		return fmt.Errorf("encoding the release of %s %s: %w", a.typ.Target.Kind, obj.GetName(), err)
 	}
-	_, err = r.resource(member, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = a.resource(member, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	memberWrites.WithLabelValues(member.Name, "release").Inc()
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("releasing %s %s in cluster %s (it was adopted, so it is not deleted): %w", r.typ.Target.Kind, obj.GetName(), member.Name, err)
+		return fmt.Errorf("releasing %s %s in cluster %s (it was adopted, so it is not deleted): %w", a.typ.Target.Kind, obj.GetName(), member.Name, err)
 	}
 	return nil
 }
@@ -272,7 +273,7 @@ func (r *Reconciler) release(ctx context.Context, member *clustercache.Member, o
 // follows writes the rest. A namespace that appeared meanwhile is taken
 // over only if Fedwarden created it (for a namespaced resource); any other
 // is left to the next sync, which adopts it only if allowed.
-func (r *Reconciler) createNamespaceCopy(ctx context.Context, member *clustercache.Member, name string) *clusterResult {
+func (a *applier) createNamespaceCopy(ctx context.Context, member *clustercache.Member, name string) *clusterResult {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		Name:        name,
 		Annotations: map[string]string{typesv1beta1.AnnotationCreatedNamespace: "true"},

@@ -10,6 +10,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // isPull tells whether fc is a Pull cluster: its agent, not the host,
@@ -26,7 +27,7 @@ func placesPull(placed []string, set clusterSet) bool {
 // reportedByAgent is the host's view of a Pull cluster in one sync: the CPV
 // entry its agent wrote, kept as it is. The entry counts as propagated only
 // when it carries the current versions and the agent is alive.
-func reportedByAgent(name string, fc *corev1beta1.FederatedCluster, prev typesv1beta1.ClusterVersion, recorded bool, v versions) clusterResult {
+func reportedByAgent(name string, fc *corev1beta1.FederatedCluster, prev typesv1beta1.ClusterVersion, recorded bool, v render.Versions) clusterResult {
 	res := clusterResult{name: name, reason: typesv1beta1.ClusterPropagated, state: prev.State, message: prev.Message, remediation: prev.Remediation, fromAgent: true}
 	if recorded {
 		res.entry = &prev
@@ -53,11 +54,11 @@ func reportedByAgent(name string, fc *corev1beta1.FederatedCluster, prev typesv1
 	}
 	switch {
 	case !recorded:
-		return waiting(fmt.Sprintf("waiting for the agent of Pull cluster %s to apply template version %s, override version %s", name, v.template, v.override))
-	case prev.TemplateVersion != v.template || prev.OverrideVersion != v.override:
+		return waiting(fmt.Sprintf("waiting for the agent of Pull cluster %s to apply template version %s, override version %s", name, v.Template, v.Override))
+	case prev.TemplateVersion != v.Template || prev.OverrideVersion != v.Override:
 		if prev.State == typesv1beta1.InSync {
 			return waiting(fmt.Sprintf("waiting for the agent of Pull cluster %s to apply template version %s, override version %s (it reports %s, %s)",
-				name, v.template, v.override, orNone(prev.TemplateVersion), orNone(prev.OverrideVersion)))
+				name, v.Template, v.Override, orNone(prev.TemplateVersion), orNone(prev.OverrideVersion)))
 		}
 	}
 	return res

@@ -10,6 +10,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 func pullCluster(ready metav1.ConditionStatus) *corev1beta1.FederatedCluster {
@@ -19,7 +20,7 @@ func pullCluster(ready metav1.ConditionStatus) *corev1beta1.FederatedCluster {
 }
 
 func TestReportedByAgent(t *testing.T) {
-	v := versions{template: "3", override: "2"}
+	v := render.Versions{Template: "3", Override: "2"}
 	current := typesv1beta1.ClusterVersion{ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "3", OverrideVersion: "2", Version: "17"}
 	behind := current
 	behind.TemplateVersion = "2"
@@ -61,8 +62,8 @@ func TestReportedByAgent(t *testing.T) {
 // The host keeps a Pull cluster's entry exactly as its agent wrote it.
 func TestCPVStatusKeepsAgentEntries(t *testing.T) {
 	entry := typesv1beta1.ClusterVersion{ClusterName: "edge", State: typesv1beta1.ModifiedOutOfBand, TemplateVersion: "1", OverrideVersion: "1", Resync: "r1", ChangedPaths: []string{"/spec/replicas"}}
-	res := reportedByAgent("edge", pullCluster("True"), entry, true, versions{template: "1", override: "1"})
-	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{entry}}, versions{template: "1", override: "1"}, 1, []clusterResult{res}, 1, metav1.Now())
+	res := reportedByAgent("edge", pullCluster("True"), entry, true, render.Versions{Template: "1", Override: "1"})
+	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{entry}}, render.Versions{Template: "1", Override: "1"}, 1, []clusterResult{res}, 1, metav1.Now())
 	if len(st.ClusterVersions) != 1 || st.ClusterVersions[0].Resync != "r1" || st.ClusterVersions[0].ChangedPaths[0] != "/spec/replicas" {
 		t.Errorf("the agent's entry changed: %+v", st.ClusterVersions)
 	}

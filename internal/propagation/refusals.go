@@ -38,23 +38,6 @@ func isRefusal(err error) bool {
 	return apierrors.IsForbidden(err) || apierrors.IsNotFound(err)
 }
 
-// serving asks member's discovery whether it serves the type's target
-// resource. It is asked only when the member refused something: it costs
-// a request.
-func (r *Reconciler) serving(ctx context.Context, member *clustercache.Member) serving {
-	gv := r.typ.TargetResource.GroupVersion()
-	path := "/apis/" + gv.String()
-	if gv.Group == "" {
-		path = "/api/" + gv.Version
-	}
-	raw, err := member.Kube.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
-	var list metav1.APIResourceList
-	if err == nil {
-		err = json.Unmarshal(raw, &list)
-	}
-	return servingFrom(&list, err, r.typ.TargetResource.Resource)
-}
-
 // servingFrom reads the discovery answer list (or err) for resource.
 func servingFrom(list *metav1.APIResourceList, err error, resource string) serving {
 	switch {
@@ -73,6 +56,23 @@ func servingFrom(list *metav1.APIResourceList, err error, resource string) servi
 		return beingRemoved
 	}
 	return served
+}
+
+// serving asks member's discovery whether it serves the type's target
+// resource. It is asked only when the member refused something: it costs
+// a request.
+func (a *applier) serving(ctx context.Context, member *clustercache.Member) serving {
+	gv := a.typ.TargetResource.GroupVersion()
+	path := "/apis/" + gv.String()
+	if gv.Group == "" {
+		path = "/api/" + gv.Version
+	}
+	raw, err := member.Kube.Discovery().RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	var list metav1.APIResourceList
+	if err == nil {
+		err = json.Unmarshal(raw, &list)
+	}
+	return servingFrom(&list, err, a.typ.TargetResource.Resource)
 }
 
 // kindName names the type's target resource as fedwarden join

@@ -146,9 +146,9 @@ func TestRefusalsRaiseAnEventOncePerChange(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got events
-			r := &Reconciler{recorder: &got}
+			rep := &reporter{recorder: &got}
 			in := &syncInput{previous: tt.previous}
-			r.recordFailures(&unstructured.Unstructured{}, in, []clusterResult{tt.result, inSync("west", nil)})
+			rep.recordFailures(&unstructured.Unstructured{}, in, []clusterResult{tt.result, inSync("west", nil)})
 			switch {
 			case tt.want == "" && len(got) > 0:
 				t.Errorf("Events %q, want none", got)

@@ -7,16 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
 	"github.com/fedwarden/fedwarden/internal/scheduler/plugins/clusteraffinity"
@@ -24,6 +22,17 @@ import (
 
 // maxExplanation bounds the Scheduled condition's message.
 const maxExplanation = 2048
+
+// placer is the place stage of a sync: it decides, with the scheduler,
+// where a resource goes, within what its namespace's placement allows.
+type placer struct {
+	typ        Type
+	client     client.Client
+	namespaces Namespaces
+	scheduler  *scheduler.Scheduler
+	// watches are the member caches, read for the copies they already hold.
+	watches *memberWatches
+}
 
 // targets is where a sync writes: the clusters of the decision, sorted, and
 // the replicas of those a ReplicaSchedulingPreference divides.
@@ -57,19 +66,19 @@ func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
 
 // schedule decides where fed goes, starting from the decision recorded in
 // its CPV. When no decision can be made, the resource stays where it was.
-func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructured, spec federated, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) (targets, *schedulingv1alpha1.ReplicaSchedulingPreference, error) {
+func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) (targets, *schedulingv1alpha1.ReplicaSchedulingPreference, error) {
 	start := time.Now()
 	defer func() { schedulingSeconds.Observe(time.Since(start).Seconds()) }()
-	restriction, nsReason, nsMessage, err := r.namespaceRestriction(ctx, fed, clusters)
+	restriction, nsReason, nsMessage, err := p.namespaceRestriction(ctx, fed, clusters)
 	if err != nil {
 		return targets{}, nil, err
 	}
-	rsp, err := r.preference(ctx, fed)
+	rsp, err := p.preference(ctx, fed)
 	if err != nil {
 		return targets{}, nil, err
 	}
-	held := r.heldCopies(fed, cpv, clusters)
-	d := r.opts.Scheduler.Schedule(scheduler.Input{
+	held := p.heldCopies(fed, cpv, clusters)
+	d := p.scheduler.Schedule(scheduler.Input{
 		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
 		Previous: cpv.Spec.Clusters, Holding: held, Spread: cpv.Spec.Spread, Restriction: restriction,
 	})
@@ -110,20 +119,20 @@ func (r *Reconciler) schedule(ctx context.Context, fed *unstructured.Unstructure
 // copy. It reads no member and waits for nothing: a cluster it misses
 // still keeps its copy when the CPV records it, and a copy nothing records
 // is never deleted.
-func (r *Reconciler) heldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) []string {
+func (p *placer) heldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) []string {
 	var held []string
 	for _, cv := range cpv.Status.ClusterVersions {
 		held = append(held, string(cv.ClusterName))
 	}
-	if r.watches == nil {
+	if p.watches == nil {
 		return held
 	}
 	key := fed.GetName()
-	if r.typ.TargetNamespaced {
+	if p.typ.TargetNamespaced {
 		key = fed.GetNamespace() + "/" + key
 	}
 	for _, fc := range clusters {
-		if !slices.Contains(held, fc.Name) && r.watches.cached(fc.Name, key) {
+		if !slices.Contains(held, fc.Name) && p.watches.cached(fc.Name, key) {
 			held = append(held, fc.Name)
 		}
 	}
@@ -139,18 +148,18 @@ func normalized(pcs []typesv1beta1.PlacedCluster) []typesv1beta1.PlacedCluster {
 
 // preference returns the ReplicaSchedulingPreference of fed: same
 // namespace and name, targeting fed's kind.
-func (r *Reconciler) preference(ctx context.Context, fed *unstructured.Unstructured) (*schedulingv1alpha1.ReplicaSchedulingPreference, error) {
-	if !r.typ.FederatedNamespaced {
+func (p *placer) preference(ctx context.Context, fed *unstructured.Unstructured) (*schedulingv1alpha1.ReplicaSchedulingPreference, error) {
+	if !p.typ.FederatedNamespaced {
 		return nil, nil
 	}
 	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(fed), rsp)
+	err := p.client.Get(ctx, client.ObjectKeyFromObject(fed), rsp)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(fed), err)
-	case rsp.Spec.TargetKind != r.typ.Federated.Kind:
+	case rsp.Spec.TargetKind != p.typ.Federated.Kind:
 		return nil, nil
 	}
 	return rsp, nil
@@ -172,29 +181,6 @@ func scheduledCondition(t targets) (bool, string, string) {
 	return true, typesv1beta1.ReasonScheduled, t.decision.Explain(maxExplanation)
 }
 
-// recordDecision emits an Event on fed when its Scheduled condition is
-// about to change: a new decision, or a new reason why none can be made.
-// A decision that comes out the same records nothing, and neither does a
-// new resource's first decision when it holds nothing to tell (see
-// newsworthy): the condition says it, and an Event per new resource is
-// noise at fleet scale (one more host write each).
-func (r *Reconciler) recordDecision(fed *unstructured.Unstructured, t targets) {
-	ok, reason, msg := scheduledCondition(t)
-	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
-	if old != nil && old.Reason == reason && old.Message == msg {
-		return
-	}
-	schedulingDecisions.WithLabelValues(reason).Inc()
-	if r.recorder == nil || (old == nil && !newsworthy(t, ok, reason)) {
-		return
-	}
-	eventType := "Normal"
-	if !ok {
-		eventType = "Warning"
-	}
-	r.recorder.Eventf(fed, nil, eventType, reason, "Schedule", "%s", msg)
-}
-
 // newsworthy reports whether a first decision is worth an Event besides
 // the Scheduled condition: it is not a plain Scheduled one (none could be
 // made, or copies are kept), an Assign plugin left a note, or a plugin
@@ -205,31 +191,6 @@ func newsworthy(t targets, ok bool, reason string) bool {
 		return true
 	}
 	return slices.ContainsFunc(t.decision.RuledOut, func(v framework.Verdict) bool { return v.Plugin != clusteraffinity.Name })
-}
-
-// writePreferenceStatus sets the RSP's Scheduled condition.
-func (r *Reconciler) writePreferenceStatus(ctx context.Context, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, t targets) error {
-	if rsp == nil {
-		return nil
-	}
-	next := *rsp.Status.DeepCopy()
-	status, reason, msg := true, schedulingv1alpha1.ReasonDivided, "divided "+fmt.Sprint(rsp.Spec.TotalReplicas)+" replicas: "+t.decision.Summary()
-	switch {
-	case t.decision.Failure != nil:
-		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, t.decision.Explain(maxExplanation)
-	case len(t.decision.Notes) > 0:
-		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, msg+"; "+t.decision.Notes[0].String()
-	}
-	setCondition(&next.Conditions, schedulingv1alpha1.RSPScheduled, status, reason, bounded(msg, maxExplanation), rsp.Generation, metav1.NewTime(r.now()))
-	if equality.Semantic.DeepEqual(rsp.Status, next) {
-		return nil
-	}
-	before := rsp.DeepCopy()
-	rsp.Status = next
-	if err := r.client.Status().Patch(ctx, rsp, client.MergeFrom(before)); err != nil {
-		return ignoreNotFound(fmt.Errorf("writing the status of ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(rsp), err))
-	}
-	return nil
 }
 
 func joinNames(names []string) string {

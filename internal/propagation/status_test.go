@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 func memberCopy(rv string, generation int64, templateVersion, overrideVersion string) *unstructured.Unstructured {
@@ -27,7 +28,7 @@ func memberCopy(rv string, generation int64, templateVersion, overrideVersion st
 func TestCPVStatus(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
-	v := versions{template: "2", override: "3", templateHash: "t", overrideHash: "o"}
+	v := render.Versions{Template: "2", Override: "3", TemplateHash: "t", OverrideHash: "o"}
 	results := []clusterResult{
 		// Written at override version 1, whose content for this cluster
 		// has not changed since: InSync at the current versions.
@@ -76,7 +77,7 @@ func TestCPVStatus(t *testing.T) {
 // generation did not move).
 func TestClusterVersionRecordsWhatTheSyncDidNotWrite(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
-	v := versions{template: "1", override: "3"}
+	v := render.Versions{Template: "1", Override: "3"}
 	tests := []struct {
 		name   string
 		prev   typesv1beta1.ClusterVersion

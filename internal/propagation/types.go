@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // Type is one enabled federated type: the Federated<Kind> on the host and
@@ -53,4 +54,10 @@ func (t Type) IsNamespace() bool {
 // resource called name: <lower-case target kind>-<name>.
 func (t Type) CPVName(name string) string {
 	return strings.ToLower(t.Target.Kind) + "-" + name
+}
+
+// renderTarget is what render needs of the type: the kind of the member
+// copies, and whether they are namespaced.
+func (t Type) renderTarget() render.Target {
+	return render.Target{Kind: t.Target, Namespaced: t.TargetNamespaced}
 }

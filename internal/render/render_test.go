@@ -1,4 +1,4 @@
-package propagation
+package render
 
 import (
 	"strings"
@@ -12,13 +12,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
-var deployments = Type{
-	Name:             "deployments.apps",
-	Federated:        schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"},
-	Target:           schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
-	TargetResource:   schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"},
-	TargetNamespaced: true, FederatedNamespaced: true,
-}
+var deployments = Target{Kind: schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, Namespaced: true}
 
 func mustDecode(t *testing.T, s string) *unstructured.Unstructured {
 	t.Helper()
@@ -60,15 +54,15 @@ spec:
 
 func TestRenderKubeFedSample(t *testing.T) {
 	fed := mustDecode(t, sample)
-	spec, err := parseSpec(fed)
+	spec, err := ParseSpec(fed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	plain, err := render(deployments, fed, spec.overridesFor("cluster1"))
+	plain, err := WithOverrides(deployments, fed, spec.OverridesFor("cluster1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	overridden, err := render(deployments, fed, spec.overridesFor("cluster2"))
+	overridden, err := WithOverrides(deployments, fed, spec.OverridesFor("cluster2"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +121,7 @@ func TestRenderOverrideErrorsNameTheOverride(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := render(deployments, fed, []typesv1beta1.Override{tt.o})
+			_, err := WithOverrides(deployments, fed, []typesv1beta1.Override{tt.o})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tt.want)
 			}
@@ -136,32 +130,26 @@ func TestRenderOverrideErrorsNameTheOverride(t *testing.T) {
 }
 
 func TestRenderNamespaceAndClusterScoped(t *testing.T) {
-	ns := Type{Target: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, FederatedNamespaced: true}
+	ns := Target{Kind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}}
 	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedNamespace, metadata: {name: team-a, namespace: team-a}, spec: {}}`)
-	obj, err := render(ns, fed, nil)
+	obj, err := WithOverrides(ns, fed, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if obj.GetName() != "team-a" || obj.GetNamespace() != "" || obj.GetKind() != "Namespace" {
 		t.Errorf("rendered %s %s/%s", obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	}
-	if got := ns.federatedKey("", "team-a"); got.Namespace != "team-a" || got.Name != "team-a" {
-		t.Errorf("federatedKey of Namespace team-a = %v", got)
-	}
-	if got := ns.CPVName("team-a"); got != "namespace-team-a" {
-		t.Errorf("CPVName = %s", got)
-	}
 }
 
 // A template or override cannot mark a namespace as created by Fedwarden:
 // only a namespace Fedwarden created is deleted with its resource.
 func TestRenderNeverCarriesTheCreatedNamespaceMark(t *testing.T) {
-	ns := Type{Target: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, FederatedNamespaced: true}
+	ns := Target{Kind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}}
 	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedNamespace, metadata: {name: payroll, namespace: payroll},
   spec: {template: {metadata: {annotations: {fedwarden.io/created-for-propagation: "true", team: pay}}}}}`)
 	overrides := []typesv1beta1.Override{{Op: "add", Path: "/metadata/annotations/fedwarden.io~1created-for-propagation", Value: &apiextensionsv1.JSON{Raw: []byte(`"true"`)}}}
 	for name, ovs := range map[string][]typesv1beta1.Override{"template": nil, "override": overrides} {
-		obj, err := render(ns, fed, ovs)
+		obj, err := WithOverrides(ns, fed, ovs)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -174,11 +162,11 @@ func TestRenderNeverCarriesTheCreatedNamespaceMark(t *testing.T) {
 func TestContentHashIsStable(t *testing.T) {
 	a := mustDecode(t, `{kind: K, b: 1, a: {d: [1, 2], c: x}}`)
 	b := mustDecode(t, `{a: {c: x, d: [1, 2]}, b: 1, kind: K}`)
-	if contentHash(a.Object) != contentHash(b.Object) {
+	if ContentHash(a.Object) != ContentHash(b.Object) {
 		t.Error("the hash depends on key order")
 	}
 	c := mustDecode(t, `{a: {c: x, d: [2, 1]}, b: 1, kind: K}`)
-	if contentHash(a.Object) == contentHash(c.Object) {
+	if ContentHash(a.Object) == ContentHash(c.Object) {
 		t.Error("the hash ignores list order")
 	}
 }

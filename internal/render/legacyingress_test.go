@@ -1,4 +1,4 @@
-package propagation
+package render
 
 import (
 	"os"
@@ -6,27 +6,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/diff"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
 
-var ingresses = Type{
-	Name:             "ingresses.networking.k8s.io",
-	Federated:        schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedIngress"},
-	Target:           ingressV1,
-	TargetResource:   schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
-	TargetNamespaced: true, FederatedNamespaced: true,
-}
+var ingresses = Target{Kind: ingressV1, Namespaced: true}
 
 func TestConvertLegacyIngress(t *testing.T) {
 	t.Parallel()
 	oldIngresses := ingresses
-	oldIngresses.Target.Version = "v1beta1"
+	oldIngresses.Kind.Version = "v1beta1"
 	tests := []struct {
 		name string
-		typ  Type
+		typ  Target
 		in   string
 		want string // "": in, unchanged
 	}{
@@ -114,11 +107,11 @@ func TestBackendPort(t *testing.T) {
 func TestRenderKubeFedIngressSample(t *testing.T) {
 	t.Parallel()
 	fed := readFederated(t, sample1Ingress)
-	spec, err := parseSpec(fed)
+	spec, err := ParseSpec(fed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := render(ingresses, fed, spec.overridesFor("cluster1"))
+	got, err := WithOverrides(ingresses, fed, spec.OverridesFor("cluster1"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package propagation
+package render
 
 import (
 	"testing"
@@ -22,8 +22,8 @@ func TestNextVersions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := nextVersions(tt.st, tt.templateH, tt.overrideH)
-			if v.template != tt.wantT || v.override != tt.wantO || v.templateHash != tt.templateH || v.overrideHash != tt.overrideH {
+			v := NextVersions(tt.st, tt.templateH, tt.overrideH)
+			if v.Template != tt.wantT || v.Override != tt.wantO || v.TemplateHash != tt.templateH || v.OverrideHash != tt.overrideH {
 				t.Errorf("got %+v, want template %s override %s", v, tt.wantT, tt.wantO)
 			}
 		})

@@ -1,4 +1,4 @@
-package propagation
+package render
 
 import (
 	"crypto/sha256"
@@ -9,24 +9,33 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
-// federated is the part of a Federated<Kind>'s spec that propagation reads,
+// Target is the kind a federated resource is rendered as in members.
+type Target struct {
+	// Kind is the member copy's group, version and kind.
+	Kind schema.GroupVersionKind
+	// Namespaced tells whether member copies are namespaced.
+	Namespaced bool
+}
+
+// Spec is the part of a Federated<Kind>'s spec that propagation reads,
 // whatever the kind.
-type federated struct {
+type Spec struct {
 	Placement      typesv1beta1.Placement         `json:"placement"`
 	Overrides      []typesv1beta1.ClusterOverride `json:"overrides,omitempty"`
 	RetainReplicas bool                           `json:"retainReplicas,omitempty"`
 	DriftPolicy    *typesv1beta1.DriftPolicy      `json:"driftPolicy,omitempty"`
 }
 
-// parseSpec reads placement, overrides, retainReplicas and the drift
+// ParseSpec reads placement, overrides, retainReplicas and the drift
 // policy from obj.
-func parseSpec(obj *unstructured.Unstructured) (federated, error) {
-	var f federated
+func ParseSpec(obj *unstructured.Unstructured) (Spec, error) {
+	var f Spec
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")
 	if err != nil {
 		return f, fmt.Errorf("reading spec: %w", err)
@@ -37,8 +46,8 @@ func parseSpec(obj *unstructured.Unstructured) (federated, error) {
 	return f, nil
 }
 
-// overridesFor returns the overrides of cluster.
-func (f federated) overridesFor(cluster string) []typesv1beta1.Override {
+// OverridesFor returns the overrides of cluster.
+func (f Spec) OverridesFor(cluster string) []typesv1beta1.Override {
 	for _, o := range f.Overrides {
 		if string(o.ClusterName) == cluster {
 			return o.ClusterOverrides
@@ -47,8 +56,8 @@ func (f federated) overridesFor(cluster string) []typesv1beta1.Override {
 	return nil
 }
 
-// template returns a copy of obj's spec.template, or an empty object.
-func template(obj *unstructured.Unstructured) map[string]any {
+// Template returns a copy of obj's spec.template, or an empty object.
+func Template(obj *unstructured.Unstructured) map[string]any {
 	t, found, err := unstructured.NestedMap(obj.Object, "spec", "template")
 	if err != nil || !found || t == nil {
 		return map[string]any{}
@@ -60,17 +69,17 @@ func template(obj *unstructured.Unstructured) map[string]any {
 // with the cluster's overrides applied and, when the scheduler divides
 // them, its replicas (which win over both), labelled as managed. The
 // version annotations a write adds are not in it.
-func Desired(typ Type, fed *unstructured.Unstructured, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
-	spec, err := parseSpec(fed)
+func Desired(target Target, fed *unstructured.Unstructured, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
+	spec, err := ParseSpec(fed)
 	if err != nil {
 		return nil, err
 	}
-	return renderFor(typ, fed, spec, cluster, replicas)
+	return For(target, fed, spec, cluster, replicas)
 }
 
-// renderFor is Desired for a spec already parsed.
-func renderFor(typ Type, fed *unstructured.Unstructured, spec federated, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
-	desired, err := render(typ, fed, spec.overridesFor(cluster))
+// For is Desired for a spec already parsed.
+func For(target Target, fed *unstructured.Unstructured, spec Spec, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
+	desired, err := WithOverrides(target, fed, spec.OverridesFor(cluster))
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +91,12 @@ func renderFor(typ Type, fed *unstructured.Unstructured, spec federated, cluster
 	return desired, nil
 }
 
-// render returns the member copy of fed for one cluster: the template with
-// the cluster's overrides applied, of the target kind, named after fed and
-// labelled as managed. Only labels and annotations of the template's
-// metadata are kept.
-func render(typ Type, fed *unstructured.Unstructured, overrides []typesv1beta1.Override) (*unstructured.Unstructured, error) {
-	obj := template(fed)
+// WithOverrides returns the member copy of fed for one cluster: the
+// template with the cluster's overrides applied, of the target kind, named
+// after fed and labelled as managed. Only labels and annotations of the
+// template's metadata are kept.
+func WithOverrides(target Target, fed *unstructured.Unstructured, overrides []typesv1beta1.Override) (*unstructured.Unstructured, error) {
+	obj := Template(fed)
 	meta, _, _ := unstructured.NestedMap(obj, "metadata")
 	kept := map[string]any{}
 	for _, k := range []string{"labels", "annotations"} {
@@ -101,12 +110,12 @@ func render(typ Type, fed *unstructured.Unstructured, overrides []typesv1beta1.O
 	if err != nil {
 		return nil, err
 	}
-	obj = convertLegacyIngress(typ, obj)
+	obj = convertLegacyIngress(target, obj)
 	out := &unstructured.Unstructured{Object: obj}
-	out.SetAPIVersion(typ.Target.GroupVersion().String())
-	out.SetKind(typ.Target.Kind)
+	out.SetAPIVersion(target.Kind.GroupVersion().String())
+	out.SetKind(target.Kind.Kind)
 	out.SetName(fed.GetName())
-	if typ.TargetNamespaced {
+	if target.Namespaced {
 		out.SetNamespace(fed.GetNamespace())
 	} else {
 		out.SetNamespace("")
@@ -175,18 +184,18 @@ func applyOverrides(obj map[string]any, overrides []typesv1beta1.Override) (map[
 	return out, nil
 }
 
-// overridesHash is the content hash behind the override version: the
+// OverridesHash is the content hash behind the override version: the
 // overrides, and the scheduler's per-cluster replicas when it divides them
 // (KubeFed wrote those as overrides too).
-func overridesHash(overrides []typesv1beta1.ClusterOverride, replicas map[string]int32) string {
+func OverridesHash(overrides []typesv1beta1.ClusterOverride, replicas map[string]int32) string {
 	if len(replicas) == 0 {
-		return contentHash(overrides)
+		return ContentHash(overrides)
 	}
-	return contentHash(map[string]any{"overrides": overrides, "replicas": replicas})
+	return ContentHash(map[string]any{"overrides": overrides, "replicas": replicas})
 }
 
-// contentHash is a stable hash of v's JSON encoding (map keys sorted).
-func contentHash(v any) string {
+// ContentHash is a stable hash of v's JSON encoding (map keys sorted).
+func ContentHash(v any) string {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		// Values here come from decoded JSON: they always encode.

@@ -1,4 +1,4 @@
-package propagation
+package render
 
 import (
 	"math"
@@ -14,7 +14,7 @@ var ingressV1 = schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1
 // networking.k8s.io/v1 requires.
 const defaultPathType = "ImplementationSpecific"
 
-// convertLegacyIngress returns obj, a rendered Ingress of typ, converted
+// convertLegacyIngress returns obj, a rendered Ingress of target, converted
 // from the extensions/v1beta1 shape that KubeFed's manifests use (and that
 // the Federated<Kind>'s template accepts, see federatedtype) to the
 // networking.k8s.io/v1 shape members serve, as Kubernetes converted it:
@@ -30,8 +30,8 @@ const defaultPathType = "ImplementationSpecific"
 // object, naming the field. obj itself is never changed: when something is
 // converted, the result is a copy. Objects of other types, and Ingresses
 // already in the v1 shape, are returned as they are.
-func convertLegacyIngress(typ Type, obj map[string]any) map[string]any {
-	if typ.Target != ingressV1 {
+func convertLegacyIngress(target Target, obj map[string]any) map[string]any {
+	if target.Kind != ingressV1 {
 		return obj
 	}
 	out := runtime.DeepCopyJSON(obj)

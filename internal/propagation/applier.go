@@ -1,0 +1,102 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// applier is the apply stage of a sync: it makes the member copies what
+// the render stage says, checks them for drift, applies the adoption
+// rules, and deletes the copies of clusters a resource left. The host's
+// controllers and a Pull cluster's agent share it; in an agent, it writes
+// only to the agent's own cluster.
+type applier struct {
+	typ      Type
+	clusters *clustercache.Cache // nil in an agent
+	watches  *memberWatches
+	written  lastWrites
+	// defaultRemediation is the drift policy of resources that name none.
+	defaultRemediation typesv1beta1.Remediation
+	// agent is set when the applier runs in a Pull cluster's agent.
+	agent *agentSide
+}
+
+// syncInput is what every cluster's sync of one resource shares.
+type syncInput struct {
+	fed  *unstructured.Unstructured
+	spec render.Spec
+	v    render.Versions
+	// replicas are the scheduler's, by cluster, when it divides them.
+	replicas map[string]int32
+	// previous are the CPV's entries before this sync, by cluster.
+	previous map[string]typesv1beta1.ClusterVersion
+	// joined are the FederatedClusters when the sync started.
+	joined clusterSet
+	// keptByNamespace are the clusters placed only to keep a copy that
+	// exists: where it does not, none is written (see dropGone).
+	keptByNamespace map[string]bool
+	// resync is the kubefed.io/resync annotation; force is set when its
+	// value is new: every placed cluster is written.
+	resync string
+	force  bool
+}
+
+func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
+	in := &syncInput{fed: fed, spec: spec, replicas: t.replicas, previous: map[string]typesv1beta1.ClusterVersion{}}
+	in.v = render.NextVersions(cpv.Status, render.ContentHash(render.Template(fed)), render.OverridesHash(spec.Overrides, t.replicas))
+	for _, cv := range cpv.Status.ClusterVersions {
+		in.previous[string(cv.ClusterName)] = cv
+	}
+	in.resync = fed.GetAnnotations()[typesv1beta1.AnnotationResync]
+	// A missing CPV (deleted, or not created yet) knows of no resync acted
+	// on: the copies are compared, not re-applied.
+	in.force = in.resync != "" && cpv.ResourceVersion != "" && in.resync != cpv.Status.Resync
+	return in
+}
+
+// syncAll syncs the placed clusters in parallel.
+func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, set clusterSet) []clusterResult {
+	results := make([]clusterResult, len(placed))
+	var wg sync.WaitGroup
+	for i, name := range placed {
+		if fc := set[name]; isPull(fc) && a.agent == nil {
+			prev, recorded := in.previous[name]
+			results[i] = reportedByAgent(name, fc, prev, recorded, in.v)
+			continue
+		}
+		wg.Go(func() { results[i] = a.syncCluster(ctx, in, name, set[name]) })
+	}
+	wg.Wait()
+	return results
+}
+
+// removeUnplaced deletes the copies in clusters the resource left; those
+// that cannot be deleted yet are returned, to stay in the CPV.
+func (a *applier) removeUnplaced(ctx context.Context, fed *unstructured.Unstructured, placed []string, cpv *typesv1beta1.ClusterPropagatedVersion, set clusterSet) []clusterResult {
+	var pending []clusterResult
+	for _, cv := range cpv.Status.ClusterVersions {
+		name := string(cv.ClusterName)
+		if slices.Contains(placed, name) {
+			continue
+		}
+		if isPull(set[name]) {
+			// The CPV tells its agent to delete the copy (spec.removals);
+			// the agent does, then removes its entry.
+			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
+				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", name)})
+			continue
+		}
+		if done, failed := a.deleteCopy(ctx, fed, name, set[name]); !done {
+			pending = append(pending, *failed)
+		}
+	}
+	return pending
+}

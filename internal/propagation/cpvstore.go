@@ -1,0 +1,206 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// cpvStore is the record stage of a sync: it reads and writes the
+// resource's ClusterPropagatedVersion, its spec (the placement, the
+// removals pending in Pull clusters) and its status, the host's entries
+// and, in an agent, its cluster's own entry. It remembers its own writes,
+// so that their watch events do not trigger a sync.
+type cpvStore struct {
+	typ    Type
+	client client.Client
+	// namespace holds the CPVs of cluster-scoped federated resources.
+	namespace string
+	notifier  NamespaceNotifier
+	now       func() time.Time
+	// agent is set when the store runs in a Pull cluster's agent.
+	agent *agentSide
+	own   ownWrites
+}
+
+// key is the name of fed's ClusterPropagatedVersion.
+func (s *cpvStore) key(fed *unstructured.Unstructured) types.NamespacedName {
+	ns := fed.GetNamespace()
+	if ns == "" {
+		ns = s.namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: s.typ.CPVName(fed.GetName())}
+}
+
+// get returns the resource's ClusterPropagatedVersion, or an empty one
+// without a resourceVersion when it does not exist yet.
+func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*typesv1beta1.ClusterPropagatedVersion, error) {
+	key := s.key(fed)
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	err := s.client.Get(ctx, key, cpv)
+	if apierrors.IsNotFound(err) {
+		return &typesv1beta1.ClusterPropagatedVersion{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", key, err)
+	}
+	return cpv, nil
+}
+
+// ensure creates the resource's ClusterPropagatedVersion when cpv does
+// not exist yet, or updates its spec and labels when they differ from fed,
+// the placement and the removals still pending in Pull clusters (set is
+// the joined clusters).
+func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets, set clusterSet) (*typesv1beta1.ClusterPropagatedVersion, error) {
+	key := s.key(fed)
+	removals := pullRemovals(cpv, t.names, set)
+	want := typesv1beta1.ClusterPropagatedVersionSpec{
+		Template:           fed.GetName(),
+		TemplateKind:       s.typ.Federated.Kind,
+		TemplateAPIVersion: s.typ.Federated.GroupVersion().String(),
+		TemplateResource:   s.typ.FederatedResource,
+		Clusters:           normalized(t.placedClusters()),
+		Removals:           removals,
+		Spread:             t.spread,
+	}
+	placed := t.names
+	owner := metav1.OwnerReference{
+		APIVersion: s.typ.Federated.GroupVersion().String(), Kind: s.typ.Federated.Kind,
+		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
+	}
+	if s.typ.IsNamespace() && s.notifier != nil && (cpv.ResourceVersion == "" || !sameNames(clusterNames(cpv.Spec.Clusters), placed)) {
+		// The resources in this namespace go where it goes.
+		defer s.notifier.NamespaceChanged(fed.GetName())
+	}
+	if cpv.ResourceVersion == "" {
+		cpv = &typesv1beta1.ClusterPropagatedVersion{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, OwnerReferences: []metav1.OwnerReference{owner}, Labels: placedLabels(nil, labelled(placed, removals))},
+			Spec:       want,
+		}
+		if err := s.client.Create(ctx, cpv); err != nil {
+			return nil, fmt.Errorf("creating ClusterPropagatedVersion %s: %w", key, err)
+		}
+		s.own.record(cpv)
+		return cpv, nil
+	}
+	labels := placedLabels(cpv.Labels, labelled(placed, removals))
+	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) && maps.Equal(cpv.Labels, labels) {
+		return cpv, nil
+	}
+	before := cpv.DeepCopy()
+	cpv.Spec = want
+	cpv.OwnerReferences = []metav1.OwnerReference{owner}
+	cpv.Labels = labels
+	if err := s.client.Patch(ctx, cpv, client.MergeFrom(before)); err != nil {
+		return nil, fmt.Errorf("updating ClusterPropagatedVersion %s: %w", key, err)
+	}
+	s.own.record(cpv)
+	return cpv, nil
+}
+
+// writeStatus writes the CPV status when it changed: the host applies
+// everything but the entries of Pull clusters, which their agents apply.
+func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
+	next := cpvStatus(cpv.Status, in.v, placed, results, generation, metav1.NewTime(s.now()))
+	next.Resync = cpv.Status.Resync
+	if in.resync != "" {
+		next.Resync = in.resync
+	}
+	// The API server keeps the entries in the order their managers applied
+	// them, not sorted.
+	current := cpv.Status.DeepCopy()
+	slices.SortFunc(current.ClusterVersions, func(a, b typesv1beta1.ClusterVersion) int {
+		return strings.Compare(string(a.ClusterName), string(b.ClusterName))
+	})
+	if equality.Semantic.DeepEqual(*current, next) {
+		return nil
+	}
+	agents := map[string]bool{}
+	for _, res := range results {
+		if res.fromAgent {
+			agents[res.name] = true
+		}
+	}
+	own := next.DeepCopy()
+	own.ClusterVersions = slices.DeleteFunc(own.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return agents[string(cv.ClusterName)] })
+	applied, err := applyCPVStatus(ctx, s.client, client.ObjectKeyFromObject(cpv), own, FieldManager)
+	if err != nil {
+		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
+	}
+	s.own.record(applied)
+	if err := s.removeLeftEntries(ctx, applied, in.joined); err != nil {
+		return err
+	}
+	cpv.Status = next
+	return nil
+}
+
+// writeAgentResult writes, when it changed, the agent's entry of cpv
+// after a sync of its cluster found res.
+func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, res clusterResult) error {
+	prev, recorded := in.previous[s.agent.cluster]
+	cv := clusterVersion(prev, res, in.v, metav1.NewTime(s.now()))
+	cv.Resync = prev.Resync
+	if in.resync != "" && (res.written || res.state == typesv1beta1.InSync) {
+		cv.Resync = in.resync
+	}
+	if recorded && equality.Semantic.DeepEqual(prev, cv) {
+		return nil
+	}
+	return s.writeAgentEntry(ctx, client.ObjectKeyFromObject(cpv), &cv)
+}
+
+// writeAgentEntry writes the agent's entry of the CPV key (removes it when
+// cv is nil) with server-side apply as the agent's field manager, which
+// owns nothing else.
+func (s *cpvStore) writeAgentEntry(ctx context.Context, key types.NamespacedName, cv *typesv1beta1.ClusterVersion) error {
+	var st *typesv1beta1.ClusterPropagatedVersionStatus
+	if cv != nil {
+		st = &typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{*cv}}
+	}
+	applied, err := applyCPVStatus(ctx, s.client, key, st, s.agent.fieldManager)
+	if err != nil {
+		return fmt.Errorf("writing cluster %s's entry of ClusterPropagatedVersion %s: %w", s.agent.cluster, key, err)
+	}
+	s.own.record(applied)
+	return nil
+}
+
+// placedLabels returns labels with one placed.fedwarden.io/<cluster> label
+// per cluster of placed, and none for the others: a Pull cluster's agent
+// watches only the CPVs labelled with its name.
+func placedLabels(labels map[string]string, placed []string) map[string]string {
+	out := map[string]string{}
+	for k, v := range labels {
+		if !strings.HasPrefix(k, typesv1beta1.LabelPlacedPrefix) {
+			out[k] = v
+		}
+	}
+	for _, name := range placed {
+		out[typesv1beta1.LabelPlacedPrefix+name] = ""
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func clusterNames(cs []typesv1beta1.PlacedCluster) []string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		names = append(names, string(c.Name))
+	}
+	return names
+}

@@ -1,0 +1,114 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// reconcileDelete deletes every member copy, unless the resource is
+// annotated to orphan them, then lets the resource go.
+func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
+		return reconcile.Result{}, nil
+	}
+	// A resource that was never synced (see outOfReach) has no copy of its
+	// own to delete.
+	refused, _ := outOfReach(r.typ, fed)
+	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" && refused == "" {
+		pending, err := r.deleteAllCopies(ctx, fed)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if len(pending) > 0 {
+			// Not an error: the deletion waits, and the status says for what.
+			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, r.report.writeDeletionPending(ctx, fed, pending)
+		}
+	}
+	if r.typ.IsNamespace() && r.notifier != nil {
+		r.notifier.NamespaceChanged(fed.GetName())
+	}
+	before := fed.DeepCopy()
+	controllerutil.RemoveFinalizer(fed, typesv1beta1.FinalizerSync)
+	if err := r.client.Patch(ctx, fed, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return reconcile.Result{}, ignoreNotFound(fmt.Errorf("removing the finalizer: %w", err))
+	}
+	return reconcile.Result{}, nil
+}
+
+// deleteAllCopies deletes the copies in every cluster the CPV records or
+// the placement names, and returns the clusters that could not be reached.
+func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unstructured) ([]string, error) {
+	set, list, err := r.listClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	if err := r.client.Get(ctx, r.record.key(fed), cpv); err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading the ClusterPropagatedVersion: %w", err)
+	}
+	names, known := mayHoldCopies(fed, cpv, list)
+	var pending []string
+	reported := map[string]bool{}
+	for _, cv := range cpv.Status.ClusterVersions {
+		reported[string(cv.ClusterName)] = true
+	}
+	for _, name := range names {
+		if isPull(set[name]) {
+			// Its agent deletes the copy, then its entry.
+			if reported[name] {
+				pending = append(pending, name)
+			}
+			continue
+		}
+		done, failed := r.apply.deleteCopy(ctx, fed, name, set[name])
+		nothingThere := !known[name] && failed != nil && failed.listFailed
+		if !done && !nothingThere {
+			pending = append(pending, name)
+		}
+	}
+	return pending, nil
+}
+
+// mayHoldCopies returns, sorted, the clusters that may hold a copy of fed:
+// those its CPV records or schedules, and those its placement names.
+// known tells, for each, whether it must be checked even when its copies
+// cannot be listed: a cluster whose CPV entry records no copy written
+// there, and where the copies cannot be listed (a kind it does not serve,
+// or no right to), holds nothing to delete.
+func mayHoldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, joined []corev1beta1.FederatedCluster) ([]string, map[string]bool) {
+	names := []string{}
+	known := map[string]bool{}
+	for _, cv := range cpv.Status.ClusterVersions {
+		names = append(names, string(cv.ClusterName))
+		known[string(cv.ClusterName)] = cv.Version != ""
+	}
+	add := func(name string) {
+		if _, ok := known[name]; !ok {
+			names = append(names, name)
+			known[name] = true // scheduled or placed, not recorded: it may hold one
+		}
+	}
+	for _, pc := range cpv.Spec.Clusters {
+		add(string(pc.Name))
+	}
+	if spec, err := render.ParseSpec(fed); err == nil {
+		if placed, err := place(spec.Placement, joined); err == nil {
+			for _, name := range placed {
+				add(name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), known
+}

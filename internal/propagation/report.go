@@ -1,0 +1,198 @@
+package propagation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// reporter is the report stage of a sync: the federated resource's status
+// and conditions, its ReplicaSchedulingPreference's, the Events a sync
+// raises, and the drifted-resources gauge.
+type reporter struct {
+	typ      Type
+	client   client.Client
+	recorder recorder.EventRecorder
+	drifted  *driftGauge
+	now      func() time.Time
+}
+
+// writeFederatedStatus writes the federated resource's status when it
+// changed.
+func (rep *reporter) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult) error {
+	old := federatedStatusOf(fed)
+	next := federatedStatus(old, rep.typ, t, results, fed.GetGeneration(), metav1.NewTime(rep.now()))
+	return rep.patchFederatedStatus(ctx, fed, old, next)
+}
+
+// patchFederatedStatus writes next as fed's status when it differs from old.
+func (rep *reporter) patchFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, old, next typesv1beta1.FederatedStatus) error {
+	if equality.Semantic.DeepEqual(old, next) {
+		return nil
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&next)
+	if err != nil {
+		return fmt.Errorf("encoding the status: %w", err)
+	}
+	before := fed.DeepCopy()
+	fed.Object["status"] = raw
+	if err := rep.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+		return ignoreNotFound(fmt.Errorf("writing the status of %s %s: %w", rep.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err))
+	}
+	return nil
+}
+
+// writeDeletionPending sets the Propagated condition of a resource being
+// deleted to say which clusters its deletion waits for.
+func (rep *reporter) writeDeletionPending(ctx context.Context, fed *unstructured.Unstructured, pending []string) error {
+	old := federatedStatusOf(fed)
+	next := *old.DeepCopy()
+	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonDeletionPending,
+		fmt.Sprintf("deleting: waiting for the copies in clusters %s to be deleted: they cannot be reached, or their agents (Pull) have not deleted them yet; "+
+			"they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
+		fed.GetGeneration(), metav1.NewTime(rep.now()))
+	return rep.patchFederatedStatus(ctx, fed, old, next)
+}
+
+// recordDecision emits an Event on fed when its Scheduled condition is
+// about to change: a new decision, or a new reason why none can be made.
+// A decision that comes out the same records nothing, and neither does a
+// new resource's first decision when it holds nothing to tell (see
+// newsworthy): the condition says it, and an Event per new resource is
+// noise at fleet scale (one more host write each).
+func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
+	ok, reason, msg := scheduledCondition(t)
+	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
+	if old != nil && old.Reason == reason && old.Message == msg {
+		return
+	}
+	schedulingDecisions.WithLabelValues(reason).Inc()
+	if rep.recorder == nil || (old == nil && !newsworthy(t, ok, reason)) {
+		return
+	}
+	eventType := "Normal"
+	if !ok {
+		eventType = "Warning"
+	}
+	rep.recorder.Eventf(fed, nil, eventType, reason, "Schedule", "%s", msg)
+}
+
+// writePreferenceStatus sets the RSP's Scheduled condition.
+func (rep *reporter) writePreferenceStatus(ctx context.Context, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, t targets) error {
+	if rsp == nil {
+		return nil
+	}
+	next := *rsp.Status.DeepCopy()
+	status, reason, msg := true, schedulingv1alpha1.ReasonDivided, "divided "+fmt.Sprint(rsp.Spec.TotalReplicas)+" replicas: "+t.decision.Summary()
+	switch {
+	case t.decision.Failure != nil:
+		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, t.decision.Explain(maxExplanation)
+	case len(t.decision.Notes) > 0:
+		status, reason, msg = false, schedulingv1alpha1.ReasonNotDivided, msg+"; "+t.decision.Notes[0].String()
+	}
+	setCondition(&next.Conditions, schedulingv1alpha1.RSPScheduled, status, reason, bounded(msg, maxExplanation), rsp.Generation, metav1.NewTime(rep.now()))
+	if equality.Semantic.DeepEqual(rsp.Status, next) {
+		return nil
+	}
+	before := rsp.DeepCopy()
+	rsp.Status = next
+	if err := rep.client.Status().Patch(ctx, rsp, client.MergeFrom(before)); err != nil {
+		return ignoreNotFound(fmt.Errorf("writing the status of ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(rsp), err))
+	}
+	return nil
+}
+
+// federatedStatusOf reads a federated resource's status.
+func federatedStatusOf(fed *unstructured.Unstructured) typesv1beta1.FederatedStatus {
+	var st typesv1beta1.FederatedStatus
+	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+	}
+	return st
+}
+
+// sync is the report stage, deferred by reconcileNormal so that it runs on
+// every exit: after a sync that went through, it records the Events, the
+// drift gauge, and the status of the resource and of its
+// ReplicaSchedulingPreference; after one that stopped on err, the
+// Propagated condition says why (see writeStopped), and nothing else
+// changes. It returns err, with the error of its own writes if any.
+func (rep *reporter) sync(ctx context.Context, s *syncState, err error) error {
+	switch {
+	case s.gone:
+		return err
+	case err == nil:
+		return rep.synced(ctx, s)
+	case !worthReporting(err):
+		return err
+	}
+	if werr := rep.writeStopped(ctx, s.fed, err); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// synced reports a sync that went through.
+func (rep *reporter) synced(ctx context.Context, s *syncState) error {
+	rep.recordDecision(s.fed, s.t)
+	rep.recordDrift(s.fed, s.in, s.results)
+	rep.recordFailures(s.fed, s.in, s.results)
+	rep.drifted.set(client.ObjectKeyFromObject(s.fed), s.results)
+	if err := rep.writeFederatedStatus(ctx, s.fed, s.t, s.results); err != nil {
+		return err
+	}
+	return rep.writePreferenceStatus(ctx, s.rsp, s.t)
+}
+
+// worthReporting tells whether a sync that stopped on err says so in the
+// resource's status: not for a race with another writer, which the retry
+// that follows at once settles (a conflict, an object created meanwhile),
+// nor when the resource is gone or the controller stops.
+func worthReporting(err error) bool {
+	return !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) && !apierrors.IsNotFound(err) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// writeStopped writes the status of fed, whose sync stopped on err (see
+// stoppedStatus).
+func (rep *reporter) writeStopped(ctx context.Context, fed *unstructured.Unstructured, err error) error {
+	old := federatedStatusOf(fed)
+	return rep.patchFederatedStatus(ctx, fed, old, stoppedStatus(old, err, fed.GetGeneration(), metav1.NewTime(rep.now())))
+}
+
+// stoppedStatus is old with the Propagated condition False
+// (PropagationFailed), err as its message. The rest of the status, the
+// clusters' entries included, stays as the last sync that went through
+// left it: this one did not check them all.
+func stoppedStatus(old typesv1beta1.FederatedStatus, err error, generation int64, now metav1.Time) typesv1beta1.FederatedStatus {
+	next := *old.DeepCopy()
+	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonPropagationFailed,
+		bounded(stoppedMessage(err), 4096), generation, now)
+	return next
+}
+
+// stoppedMessage says, in the Propagated condition, why a sync stopped.
+func stoppedMessage(err error) string {
+	if errors.Is(err, reconcile.TerminalError(nil)) {
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return fmt.Sprintf("not synced: %v; the resource is synced again when it changes", err)
+	}
+	return fmt.Sprintf("the last sync stopped before it finished, and is retried: %v", err)
+}
