@@ -12,7 +12,7 @@ STATICCHECK := $(BIN)/staticcheck
 CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify test test-unit test-race fuzz up fmt vet clean
+.PHONY: all build tools generate verify test test-unit test-race fuzz bench-smoke bench up fmt vet clean
 
 all: build
 
@@ -20,7 +20,7 @@ all: build
 build:
 	go build -o $(BIN)/fedwarden ./cmd/fedwarden
 
-## tools: build the pinned kube-apiserver, kube-controller-manager, kubectl, etcd, controller-gen, helm, kyverno (CLI, admission, background and reports controllers) and staticcheck into bin/ (only when their pin changed)
+## tools: build the pinned kube-apiserver, kube-controller-manager, kubectl, etcd, controller-gen, helm, kyverno (CLI, admission, background and reports controllers), KubeFed v0.10.0 (controller manager, kubefedctl and its CRDs, for bench/bulk) and staticcheck into bin/ (only when their pin changed)
 tools:
 	hack/tools/build.sh
 
@@ -78,12 +78,20 @@ fuzz:
 FUZZTIME ?= 10000x
 FUZZ_PARALLEL ?= 1
 FUZZ_TARGETS := \
-	internal/propagation:FuzzRender \
+	internal/render:FuzzRender \
 	internal/propagation:FuzzPlace \
-	internal/propagation:FuzzVersions \
+	internal/render:FuzzVersions \
 	internal/propagation:FuzzCPVStatus \
 	internal/drift:FuzzDetect \
 	internal/scheduler/plugins/replicadivision:FuzzAssign
+
+## bench-smoke: every benchmark under bench/ once at a small size (FEDWARDEN_BENCH_SMOKE=1: a handful to a few dozen objects each), failing on wrong counts (objects that did not arrive, member or host writes beyond one per copy or beyond bench/RESULTS.md, edits not healed or reported) and never on times, so that the benchmarks keep working; go test runs one package's benchmarks at a time
+bench-smoke: tools
+	FEDWARDEN_BENCH_SMOKE=1 FEDWARDEN_BIN_DIR=$(BIN) go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./bench/...
+
+## bench: every benchmark under bench/ once at full size, with the same count checks (tens of minutes on 2 cores); bench/RESULTS.md has each one's own command and its figures
+bench: tools
+	FEDWARDEN_BIN_DIR=$(BIN) go test -count=1 -timeout 90m -run '^$$' -bench . -benchtime 1x ./bench/...
 
 ## up: a local federation with samples (builds what is missing first); UP_FLAGS adds flags, e.g. UP_FLAGS='--members 2'
 up: build

@@ -47,10 +47,12 @@ import (
 
 const (
 	namespace = "bench"
-	// resources is how many objects each part edits in turn, in each member.
-	resources = 20
-	// edits is how many out-of-band edits each part makes, one at a time.
-	edits = 100
+	// resources is how many objects each part edits in turn, in each
+	// member; smokeResources in a smoke test (fedtest.Smoke).
+	resources, smokeResources = 20, 3
+	// edits is how many out-of-band edits each part makes, one at a time;
+	// smokeEdits, three in each member, in a smoke test.
+	edits, smokeEdits = 100, 6
 	// desiredImage is the image every desired Deployment has.
 	desiredImage = "nginx:1.27"
 	imagePath    = "/spec/template/spec/containers/0/image"
@@ -79,6 +81,9 @@ type bed struct {
 	deployments []*seenLog[*appsv1.Deployment]
 	// cpvs is what the host's watch has seen of the CPVs, by name.
 	cpvs *seenLog[*typesv1beta1.ClusterPropagatedVersion]
+	// resources and edits are the sizes of each part: resources and edits,
+	// or smaller in a smoke test.
+	resources, edits int
 }
 
 func startBed(b *testing.B) *bed {
@@ -102,7 +107,7 @@ func startBed(b *testing.B) *bed {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cm.Stop() })
-	bd := &bed{fed: f, cm: cm}
+	bd := &bed{fed: f, cm: cm, resources: fedtest.BenchN(b, resources, smokeResources), edits: fedtest.BenchN(b, edits, smokeEdits)}
 	for _, m := range f.Members {
 		r, err := fedtest.Run(context.Background(), bin, fedtest.JoinArgs(f, m, m.Name)...)
 		if err != nil || r.Code != 0 {
@@ -289,7 +294,9 @@ func edit(ctx context.Context, kc kubernetes.Interface, name, image string) (*ap
 // target is the member copy that edit k changes: the objects in turn, in
 // one member and then the other, so that two edits in a row never touch
 // the same object (nor, in Fedwarden, the same federated resource).
-func target(k int) (member, object int) { return (k / resources) % 2, k % resources }
+func (bd *bed) target(k int) (member, object int) {
+	return (k / bd.resources) % 2, k % bd.resources
+}
 
 // BenchmarkDriftHeal edits member Deployments out of band, 100 times one at
 // a time, and measures: for a minimal healer in the test process
@@ -319,12 +326,12 @@ func (bd *bed) benchBaseline(b *testing.B) {
 	for i, kc := range bd.members {
 		h := startHealer(ctx, b, kc)
 		healers = append(healers, h)
-		for j := range resources {
+		for j := range bd.resources {
 			if err := h.apply(ctx, directName(j)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		for j := range resources {
+		for j := range bd.resources {
 			if _, err := bd.deployments[i].wait(directName(j), func(d *appsv1.Deployment) bool { return imageOf(d) == desiredImage }); err != nil {
 				b.Fatal(err)
 			}
@@ -332,9 +339,9 @@ func (bd *bed) benchBaseline(b *testing.B) {
 	}
 	for range b.N {
 		before := healers[0].writes.Load() + healers[1].writes.Load()
-		healed := make([]time.Duration, 0, edits)
-		for k := range edits {
-			m, j := target(k)
+		healed := make([]time.Duration, 0, bd.edits)
+		for k := range bd.edits {
+			m, j := bd.target(k)
 			at, heal, err := bd.healAfterEdit(ctx, m, directName(j), k)
 			if err != nil {
 				b.Fatal(err)
@@ -343,7 +350,7 @@ func (bd *bed) benchBaseline(b *testing.B) {
 		}
 		writes := healers[0].writes.Load() + healers[1].writes.Load() - before
 		reportDurations(b, "healed", healed)
-		b.ReportMetric(float64(writes)/edits, "writes/heal")
+		b.ReportMetric(float64(writes)/float64(bd.edits), "writes/heal")
 	}
 }
 
@@ -434,10 +441,10 @@ func (bd *bed) benchEnforce(b *testing.B) {
 	for range b.N {
 		writesBefore := bd.memberWrites(b)
 		detectBefore, remedyBefore := bd.histogram(b, "fedwarden_drift_detection_seconds"), bd.histogram(b, "fedwarden_drift_remediation_seconds")
-		healed := make([]time.Duration, 0, edits)
-		recorded := make([]time.Duration, 0, edits)
-		for k := range edits {
-			m, j := target(k)
+		healed := make([]time.Duration, 0, bd.edits)
+		recorded := make([]time.Duration, 0, bd.edits)
+		for k := range bd.edits {
+			m, j := bd.target(k)
 			at, heal, err := bd.healAfterEdit(ctx, m, names[j], k)
 			if err != nil {
 				b.Fatalf("%v\n(controller-manager log: %s)", err, bd.cm.LogPath)
@@ -453,11 +460,16 @@ func (bd *bed) benchEnforce(b *testing.B) {
 			recorded = append(recorded, c.at.Sub(at))
 		}
 		writes := bd.memberWrites(b) - writesBefore
+		detect := bd.histogram(b, "fedwarden_drift_detection_seconds").minus(detectBefore)
+		remedy := bd.histogram(b, "fedwarden_drift_remediation_seconds").minus(remedyBefore)
+		if writes != float64(bd.edits) || remedy.count != float64(bd.edits) || detect.count < float64(bd.edits) {
+			b.Fatalf("for %d edits, each healed: %v member writes and %v remediations, want one per heal; %v drift classifications, want at least one per edit", bd.edits, writes, remedy.count, detect.count)
+		}
 		reportDurations(b, "healed", healed)
 		reportDurations(b, "recorded", recorded)
-		b.ReportMetric(writes/edits, "writes/heal")
-		reportHistogram(b, "detect", bd.histogram(b, "fedwarden_drift_detection_seconds").minus(detectBefore))
-		reportHistogram(b, "remedy", bd.histogram(b, "fedwarden_drift_remediation_seconds").minus(remedyBefore))
+		b.ReportMetric(writes/float64(bd.edits), "writes/heal")
+		reportHistogram(b, "detect", detect)
+		reportHistogram(b, "remedy", remedy)
 	}
 }
 
@@ -471,9 +483,9 @@ func (bd *bed) benchAlert(b *testing.B) {
 	for range b.N {
 		writesBefore := bd.memberWrites(b)
 		detectBefore := bd.histogram(b, "fedwarden_drift_detection_seconds")
-		visible := make([]time.Duration, 0, edits)
-		for k := range edits {
-			m, j := target(k)
+		visible := make([]time.Duration, 0, bd.edits)
+		for k := range bd.edits {
+			m, j := bd.target(k)
 			cluster := bd.clusters[m]
 			_, at, err := edit(ctx, bd.members[m], names[j], fmt.Sprintf("nginx:edit-%d", k))
 			if err != nil {
@@ -496,9 +508,14 @@ func (bd *bed) benchAlert(b *testing.B) {
 				b.Fatalf("undoing edit %d did not bring the entry back to InSync: %v", k, err)
 			}
 		}
+		writes := bd.memberWrites(b) - writesBefore
+		detect := bd.histogram(b, "fedwarden_drift_detection_seconds").minus(detectBefore)
+		if writes != 0 || detect.count < float64(bd.edits) {
+			b.Fatalf("for %d edits under Alert, each reported: %v member writes, want 0; %v drift classifications, want at least one per edit", bd.edits, writes, detect.count)
+		}
 		reportDurations(b, "visible", visible)
-		b.ReportMetric(bd.memberWrites(b)-writesBefore, "member-writes")
-		reportHistogram(b, "detect", bd.histogram(b, "fedwarden_drift_detection_seconds").minus(detectBefore))
+		b.ReportMetric(writes, "member-writes")
+		reportHistogram(b, "detect", detect)
 	}
 }
 
@@ -508,7 +525,7 @@ func (bd *bed) benchAlert(b *testing.B) {
 func (bd *bed) federate(b *testing.B, prefix string, remediation string) []string {
 	ctx := context.Background()
 	var names []string
-	for j := range resources {
+	for j := range bd.resources {
 		name := fmt.Sprintf("%s-%d", prefix, j)
 		names = append(names, name)
 		if err := bd.host.Create(ctx, federatedDeployment(name, bd.clusters, remediation)); err != nil {

@@ -27,14 +27,15 @@ import (
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/kyverno/kyvernotest"
 )
 
 const (
 	namespace = "bench"
 	// edits is how many out-of-band edits each part makes, one at a time,
-	// each to another object.
-	edits = 20
+	// each to another object; smokeEdits in a smoke test (fedtest.Smoke).
+	edits, smokeEdits = 20, 3
 	// desiredImage is the image of every federated Deployment.
 	desiredImage = "nginx:1.27"
 	// editor is the field manager of the out-of-band edits.
@@ -66,13 +67,19 @@ type bench struct {
 // controller-manager's default here), healed through Kyverno's resync
 // policy; "enforce" for FederatedDeployments whose driftPolicy says
 // Enforce, healed by Fedwarden alone. After each heal it waits until the
-// CPV records it, so that every edit meets idle controllers.
+// CPV records it, so that every edit meets idle controllers. It fails
+// unless every edit was healed and recorded, and Kyverno resynced none of
+// the Enforce resources (Fedwarden heals them before the CPV could show a
+// drift).
+//
+// With FEDWARDEN_BENCH_SMOKE=1 (fedtest.Smoke) each part makes 3 edits.
 //
 //	FEDWARDEN_BIN_DIR=$PWD/bin go test ./bench/kyverno/ -run '^$' -bench . -benchtime 1x -timeout 30m
 func BenchmarkKyvernoHeal(b *testing.B) {
+	edits := fedtest.BenchN(b, edits, smokeEdits)
 	bn := start(b)
-	kyverno := bn.federate(b, "kyverno", "")
-	enforce := bn.federate(b, "enforce", "Enforce")
+	kyverno := bn.federate(b, "kyverno", "", edits)
+	enforce := bn.federate(b, "enforce", "Enforce", edits)
 	for range b.N {
 		var healedKyverno, healedEnforce []time.Duration
 		for k := range edits {
@@ -89,7 +96,11 @@ func BenchmarkKyvernoHeal(b *testing.B) {
 		}
 		report(b, "kyverno", healedKyverno)
 		report(b, "enforce", healedEnforce)
-		b.ReportMetric(float64(bn.resynced(enforce)), "enforce-resynced-by-kyverno")
+		resynced := bn.resynced(enforce)
+		b.ReportMetric(float64(resynced), "enforce-resynced-by-kyverno")
+		if resynced != 0 {
+			b.Fatalf("Kyverno resynced %d of the %d Enforce resources, want none", resynced, len(enforce))
+		}
 	}
 }
 
@@ -170,14 +181,14 @@ func fast(cfg *rest.Config) *rest.Config {
 	return c
 }
 
-// federate creates prefix-0…19, FederatedDeployments on the member with
+// federate creates prefix-0…n-1, FederatedDeployments on the member with
 // the given remediation ("" for the default, Alert), and waits until the
 // member has every copy and every CPV is InSync.
-func (bn *bench) federate(b *testing.B, prefix, remediation string) []string {
+func (bn *bench) federate(b *testing.B, prefix, remediation string, n int) []string {
 	b.Helper()
 	var names []string
 	var objs kyvernotest.Manifests
-	for j := range edits {
+	for j := range n {
 		name := fmt.Sprintf("%s-%d", prefix, j)
 		names = append(names, name)
 		objs = append(objs, federatedDeployment(name, bn.cluster, remediation))

@@ -108,11 +108,14 @@ func watchArrivals(b *testing.B, members []kubernetes.Interface, want int) (*fed
 // time from the create call until the object is present: for Fedwarden, a
 // FederatedDeployment until its Deployment is in all three members; for the
 // baseline, a Deployment created directly in one member until that member's
-// watch shows it.
+// watch shows it. It fails unless every object arrived in every member and
+// the controller-manager wrote each member copy once.
+//
+// With FEDWARDEN_BENCH_SMOKE=1 (fedtest.Smoke) it creates 10 objects of each.
 //
 //	go test ./bench/propagation/ -run '^$' -bench BenchmarkCreateLatency -benchtime 1x -timeout 30m
 func BenchmarkCreateLatency(b *testing.B) {
-	const n = 200
+	n := fedtest.BenchN(b, 200, 10)
 	bd := startBed(b)
 	ctx := context.Background()
 	names := []string{}
@@ -120,6 +123,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 		names = append(names, m.Name)
 	}
 	for range b.N {
+		writesBefore := bd.memberWrites(b)
 		direct := make([]time.Duration, 0, n)
 		a, stop := watchArrivals(b, bd.members[:1], -1)
 		for i := range n {
@@ -129,7 +133,11 @@ func BenchmarkCreateLatency(b *testing.B) {
 			if _, err := bd.members[0].AppsV1().Deployments(namespace).Create(ctx, fedtest.BenchDeployment(namespace, name), metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			<-arrived
+			select {
+			case <-arrived:
+			case <-time.After(time.Minute):
+				b.Fatalf("%s did not reach its member within a minute", name)
+			}
 			direct = append(direct, time.Since(start))
 		}
 		stop()
@@ -150,6 +158,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 			federated = append(federated, time.Since(start))
 		}
 		stop()
+		checkWritesPerCopy(b, bd.memberWrites(b)-writesBefore, n*len(bd.members))
 		b.ReportMetric(float64(fedtest.Percentile(direct, .5).Microseconds())/1000, "direct-p50-ms")
 		b.ReportMetric(float64(fedtest.Percentile(direct, .99).Microseconds())/1000, "direct-p99-ms")
 		b.ReportMetric(float64(fedtest.Percentile(federated, .5).Microseconds())/1000, "fedwarden-p50-ms")
@@ -164,11 +173,15 @@ func BenchmarkCreateLatency(b *testing.B) {
 // writing 1,000 FederatedDeployments placed on the three members at 100
 // QPS. It also reports the controller-manager's peak RSS, its member writes
 // during the sync, and its member writes after a restart with nothing
-// changed.
+// changed. It fails unless every member object arrived, the sync made one
+// member write per member object and the restarted controller-manager made
+// none (bench/RESULTS.md).
+//
+// With FEDWARDEN_BENCH_SMOKE=1 (fedtest.Smoke) it writes 30 objects.
 //
 //	go test ./bench/propagation/ -run '^$' -bench BenchmarkColdSync -benchtime 1x -timeout 30m
 func BenchmarkColdSync(b *testing.B) {
-	const n = 1000
+	n := fedtest.BenchN(b, 1000, 30)
 	bd := startBed(b)
 	ctx := context.Background()
 	names := []string{}
@@ -202,7 +215,7 @@ func BenchmarkColdSync(b *testing.B) {
 		select {
 		case <-a.All:
 		case <-time.After(10 * time.Minute):
-			b.Fatal("the 3,000 member objects did not all arrive within 10 minutes")
+			b.Fatalf("the %d member objects did not all arrive within 10 minutes", n*len(bd.members))
 		}
 		federated := time.Since(start)
 		stop()
@@ -211,12 +224,17 @@ func BenchmarkColdSync(b *testing.B) {
 			b.Fatal(err)
 		}
 		writes := bd.memberWrites(b)
+		checkWritesPerCopy(b, writes, n*len(bd.members))
+		afterRestart := bd.writesAfterRestart(b, n)
+		if afterRestart != 0 {
+			b.Fatalf("the restarted controller-manager made %v member writes with nothing changed, want 0 (log: %s)", afterRestart, bd.cm.LogPath)
+		}
 		b.ReportMetric(direct.Seconds(), "direct-s")
 		b.ReportMetric(federated.Seconds(), "fedwarden-s")
 		b.ReportMetric(federated.Seconds()/direct.Seconds(), "ratio")
 		b.ReportMetric(float64(peak)/1024, "controller-peak-rss-MiB")
 		b.ReportMetric(writes/float64(n*len(bd.members)), "member-writes-per-object")
-		b.ReportMetric(bd.writesAfterRestart(b, n), "member-writes-after-restart")
+		b.ReportMetric(afterRestart, "member-writes-after-restart")
 	}
 }
 
@@ -246,6 +264,15 @@ func paced(ctx context.Context, n int, write func(i int) error) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// checkWritesPerCopy fails b unless the controller-manager made exactly one
+// member write per copy it created (bench/RESULTS.md: 1.000 per object).
+func checkWritesPerCopy(b *testing.B, writes float64, copies int) {
+	b.Helper()
+	if writes != float64(copies) {
+		b.Fatalf("the controller-manager made %v member writes for %d new copies, want one each", writes, copies)
+	}
 }
 
 // memberWrites sums the controller-manager's apply writes to the members,

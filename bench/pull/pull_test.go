@@ -34,6 +34,8 @@ type bed struct {
 	fed        *localfed.Federation
 	host       client.Client
 	push, pull kubernetes.Interface
+	// cm is the host's controller-manager, agent pull-1's agent.
+	cm, agent *fedtest.ControllerManager
 }
 
 func startBed(b *testing.B) *bed {
@@ -74,7 +76,7 @@ func startBed(b *testing.B) *bed {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = agent.Stop() })
-	bd := &bed{fed: f, push: fedtest.MustKube(b, f.Members[0].Config), pull: fedtest.MustKube(b, f.Members[1].Config)}
+	bd := &bed{fed: f, push: fedtest.MustKube(b, f.Members[0].Config), pull: fedtest.MustKube(b, f.Members[1].Config), cm: cm, agent: agent}
 	scheme := runtime.NewScheme()
 	if err := corev1beta1.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
@@ -118,6 +120,24 @@ func (bd *bed) enableDeployments(b *testing.B) {
 	}
 }
 
+// writes is the apply writes p (the controller-manager or the agent) has
+// made to cluster, once the count has stopped moving for a second: a
+// member's watch may show an object before the writer has counted it.
+func (bd *bed) writes(b *testing.B, p *fedtest.ControllerManager, cluster string) float64 {
+	last := -1.0
+	for {
+		total, _, err := p.Sum(context.Background(), "fedwarden_member_writes_total", `cluster="`+cluster+`"`, `verb="apply"`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if total == last {
+			return total
+		}
+		last = total
+		time.Sleep(time.Second)
+	}
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkCreateLatency creates 200 objects of each kind one at a time,
@@ -125,14 +145,19 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // shows the Deployment: a FederatedDeployment placed on the Push member
 // (the host's controller-manager writes it), one placed on the Pull member
 // (its agent writes it), and, as the baseline, a Deployment created directly
-// in the Pull member.
+// in the Pull member. It fails unless every object arrived, each Push copy
+// was written once by the controller-manager and each Pull copy once by the
+// agent, and the controller-manager wrote nothing to the Pull member.
+//
+// With FEDWARDEN_BENCH_SMOKE=1 (fedtest.Smoke) it creates 5 of each.
 //
 //	go test ./bench/pull/ -run '^$' -bench BenchmarkCreateLatency -benchtime 1x -timeout 30m
 func BenchmarkCreateLatency(b *testing.B) {
-	const n = 200
+	n := fedtest.BenchN(b, 200, 5)
 	bd := startBed(b)
 	ctx := context.Background()
 	for range b.N {
+		pushBefore, pullBefore := bd.writes(b, bd.cm, "push-1"), bd.writes(b, bd.agent, "pull-1")
 		// One watch per member: a name arrives in one of them.
 		inPush, stopPush, err := fedtest.WatchArrivals(ctx, namespace, []kubernetes.Interface{bd.push}, -1)
 		if err != nil {
@@ -180,6 +205,10 @@ func BenchmarkCreateLatency(b *testing.B) {
 		}
 		stopPush()
 		stopPull()
+		// n objects of each path and one to warm it up.
+		if pushed, pulled, fromHost := bd.writes(b, bd.cm, "push-1")-pushBefore, bd.writes(b, bd.agent, "pull-1")-pullBefore, bd.writes(b, bd.cm, "pull-1"); pushed != float64(n+1) || pulled != float64(n+1) || fromHost != 0 {
+			b.Fatalf("member writes for %d new copies in each member: %v to push-1 by the controller-manager and %v to pull-1 by its agent, want one each; %v to pull-1 by the controller-manager, want 0", n+1, pushed, pulled, fromHost)
+		}
 		b.ReportMetric(ms(fedtest.Percentile(direct, .5)), "direct-p50-ms")
 		b.ReportMetric(ms(fedtest.Percentile(direct, .99)), "direct-p99-ms")
 		b.ReportMetric(ms(fedtest.Percentile(push, .5)), "push-p50-ms")
