@@ -44,6 +44,7 @@ type env struct {
 	etcdURL      string
 	startTimeout time.Duration
 	pickPort     func() (int, error)
+	noCRDs       bool // WithoutCRDs
 	// resume: the data directory holds a federation started before.
 	resume bool
 }
@@ -52,8 +53,8 @@ type env struct {
 // waits until all of them are ready, installs Fedwarden's CRDs into the host
 // and waits until they are Established and listed by discovery, then
 // installs the admission policies shipped with them (config/admission) and
-// waits until the host enforces them. If anything fails, Start stops
-// whatever it had started.
+// waits until the host enforces them (neither with WithoutCRDs). If
+// anything fails, Start stops whatever it had started.
 func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 	o, err := newOptions(opts)
 	if err != nil {
@@ -69,7 +70,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
-	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, resume: resume}
+	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, noCRDs: o.noCRDs, resume: resume}
 	f.env = e
 	if err := f.start(ctx, e, o.memberNames); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())
@@ -164,6 +165,9 @@ func (f *Federation) start(ctx context.Context, e *env, members []string) error 
 	f.Host, f.Members = clusters[0], clusters[1:]
 	if err != nil {
 		return err
+	}
+	if e.noCRDs {
+		return nil
 	}
 	if err := installCRDs(ctx, f.Host.Config, e.startTimeout); err != nil {
 		return err

@@ -32,6 +32,7 @@ type options struct {
 	startTimeout    time.Duration
 	stopGracePeriod time.Duration
 	controllers     []string
+	noCRDs          bool
 	// pickPort chooses each kube-apiserver's port (default freePort); tests
 	// replace it to hand out a port that is taken.
 	pickPort func() (int, error)
@@ -92,6 +93,13 @@ func WithStopGracePeriod(d time.Duration) Option {
 // kube-controller-manager runs and its binary is not needed.
 func WithControllers(names ...string) Option {
 	return func(o *options) { o.controllers = slices.Clone(names) }
+}
+
+// WithoutCRDs starts the host without Fedwarden's CRDs and admission
+// policies: a bare kube-apiserver, for a federation that brings its own
+// definitions of the same API groups, such as KubeFed in bench/bulk.
+func WithoutCRDs() Option {
+	return func(o *options) { o.noCRDs = true }
 }
 
 func newOptions(opts []Option) (*options, error) {
