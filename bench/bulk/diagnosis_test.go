@@ -3,6 +3,7 @@ package bulk
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"os"
@@ -150,4 +151,32 @@ func (hp *hostProfiles) report(b *testing.B) {
 		return
 	}
 	logf("host kube-apiserver CPU over Fedwarden's bulk (%d profiles of %s s in %s):\n%s", len(files), profileSeconds, hp.dir, out)
+}
+
+// logHeap saves the heap profile url serves (a controller's
+// --pprof-bind-address) in dir and logs its top 20 entries by the memory
+// in use, so that what holds the controller's memory can be named.
+func logHeap(b *testing.B, title, url, dir string) {
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Errorf("reading the heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Errorf("reading the heap profile: %v (HTTP %d)", err, resp.StatusCode)
+		return
+	}
+	path := filepath.Join(dir, "controller-heap.pprof")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		b.Error(err)
+		return
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=20", path).CombinedOutput()
+	if err != nil {
+		b.Errorf("go tool pprof: %v\n%s", err, out)
+		return
+	}
+	logf("%s (%s):\n%s", title, path, out)
 }

@@ -2,6 +2,9 @@ package bulk
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +22,13 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	base := measureBaseline(b, p, bd)
 	logf("minimum work %.1f s, direct clients only %.1f s", base.minimumWork.Seconds(), base.directOnly.Seconds())
 
-	cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
+	pprofPort, err := fedtest.FreePort()
+	if err != nil {
+		b.Fatal(err)
+	}
+	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort)
+	cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3,
+		Args: append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, strings.Fields(os.Getenv("FEDWARDEN_BENCH_ARGS"))...)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,7 +55,12 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	if !p.smoke {
 		s.profileDir = b.TempDir()
 	}
-	s.afterBulk = func() { logQueueMetrics(b, "Fedwarden, the moment the bulk's last copy appeared", cm.MetricsURL) }
+	s.afterBulk = func() {
+		logQueueMetrics(b, "Fedwarden, the moment the bulk's last copy appeared", cm.MetricsURL)
+		if !p.smoke {
+			logHeap(b, "Fedwarden's controller-manager heap, the moment the bulk's last copy appeared", pprofURL, s.profileDir)
+		}
+	}
 	before := memberWrites(b, cm)
 	r := s.measure(b, p)
 	logQueueMetrics(b, "Fedwarden, after the latency right after the bulk", cm.MetricsURL)

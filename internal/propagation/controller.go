@@ -140,7 +140,8 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 // member watches that enqueue it.
 func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller, error) {
 	c := &Controller{typ: r.typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
-	r.apply.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout)
+	r.apply.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout, &r.apply.written, &r.syncing)
+	r.enqueue = c.enqueue
 	r.place.watches = r.apply.watches
 	r.stopped = c.stopped
 	c.reconciler = r
@@ -259,12 +260,23 @@ func (c *Controller) cpvTarget(_ context.Context, cpv *typesv1beta1.ClusterPropa
 func (c *Controller) notOwnWrite() predicate.TypedPredicate[*typesv1beta1.ClusterPropagatedVersion] {
 	return predicate.TypedFuncs[*typesv1beta1.ClusterPropagatedVersion]{
 		CreateFunc: func(e event.TypedCreateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
-			return !c.reconciler.record.own.mine(e.Object)
+			return c.cpvNews(e.Object)
 		},
 		UpdateFunc: func(e event.TypedUpdateEvent[*typesv1beta1.ClusterPropagatedVersion]) bool {
-			return !c.reconciler.record.own.mine(e.ObjectNew)
+			return c.cpvNews(e.ObjectNew)
 		},
 	}
+}
+
+// cpvNews tells whether a created or updated CPV is news: not a write of
+// this controller's own. While its resource syncs, the event is held back
+// and decided when the sync ends (see syncing), and cpvNews says no.
+func (c *Controller) cpvNews(cpv *typesv1beta1.ClusterPropagatedVersion) bool {
+	news := func() bool { return !c.reconciler.record.own.mine(cpv) }
+	if target := c.cpvTarget(context.Background(), cpv); len(target) == 1 && c.reconciler.syncing.hold(target[0].NamespacedName, news) {
+		return false
+	}
+	return news()
 }
 
 // preferenceTarget maps a ReplicaSchedulingPreference to the federated

@@ -3,6 +3,7 @@ package propagation
 import (
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -19,7 +20,7 @@ type lastWrite struct {
 	hash, resourceVersion string
 }
 
-func writeKey(cluster string, obj *unstructured.Unstructured) string {
+func writeKey(cluster string, obj metav1.Object) string {
 	return cluster + "/" + obj.GetNamespace() + "/" + obj.GetName()
 }
 
@@ -42,4 +43,12 @@ func (w *lastWrites) lagging(cluster string, cached *unstructured.Unstructured, 
 	}
 	last := v.(lastWrite)
 	return last.hash == hash && last.resourceVersion != cached.GetResourceVersion()
+}
+
+// echoes tells whether obj, as a member informer sees it, is the very
+// version Fedwarden last wrote to cluster: its own write coming back, which
+// holds nothing a sync would not already know.
+func (w *lastWrites) echoes(cluster string, obj metav1.Object) bool {
+	v, ok := w.m.Load(writeKey(cluster, obj))
+	return ok && v.(lastWrite).resourceVersion == obj.GetResourceVersion()
 }

@@ -42,3 +42,37 @@ func TestLastWrites(t *testing.T) {
 		t.Error("lagging after forget")
 	}
 }
+
+func TestEchoes(t *testing.T) {
+	t.Parallel()
+	obj := func(name, rv string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetNamespace("shop")
+		u.SetName(name)
+		u.SetResourceVersion(rv)
+		return u
+	}
+	var w lastWrites
+	w.record("a", obj("web", "7"), "h2")
+	tests := []struct {
+		name    string
+		cluster string
+		obj     *unstructured.Unstructured
+		want    bool
+	}{
+		{"our write coming back", "a", obj("web", "7"), true},
+		{"a later change by someone else", "a", obj("web", "8"), false},
+		{"the copy before our write", "a", obj("web", "5"), false},
+		{"the same object in another cluster", "b", obj("web", "7"), false},
+		{"another object", "a", obj("api", "7"), false},
+	}
+	for _, tt := range tests {
+		if got := w.echoes(tt.cluster, tt.obj); got != tt.want {
+			t.Errorf("%s: echoes = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	w.forget("a", obj("web", "7"))
+	if w.echoes("a", obj("web", "7")) {
+		t.Error("echoes after forget")
+	}
+}

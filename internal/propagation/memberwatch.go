@@ -24,6 +24,11 @@ type memberWatches struct {
 	typ       Type
 	enqueue   func(reconcile.Request)
 	syncLimit time.Duration
+	// written are the applier's last writes: an event that only echoes
+	// one of them enqueues nothing; syncing holds an event back while its
+	// resource syncs, until that sync's writes are recorded.
+	written *lastWrites
+	syncing *syncing
 	// changedAt holds, per member copy (cluster/namespace/name), when an
 	// update or deletion of it was last seen: drift detection and
 	// remediation are timed from there.
@@ -45,8 +50,8 @@ type memberWatch struct {
 	registration cache.ResourceEventHandlerRegistration
 }
 
-func newMemberWatches(typ Type, enqueue func(reconcile.Request), syncLimit time.Duration) *memberWatches {
-	return &memberWatches{typ: typ, enqueue: enqueue, syncLimit: syncLimit, byCluster: map[string]*memberWatch{}}
+func newMemberWatches(typ Type, enqueue func(reconcile.Request), syncLimit time.Duration, written *lastWrites, syncing *syncing) *memberWatches {
+	return &memberWatches{typ: typ, enqueue: enqueue, syncLimit: syncLimit, written: written, syncing: syncing, byCluster: map[string]*memberWatch{}}
 }
 
 // lister returns a lister of the managed copies in member, starting the
@@ -125,11 +130,10 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	// Like the transform, this is set once per member informer.
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.noteError(err) })
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: w.onEvent,
+		AddFunc: func(obj any) { w.seen(member.Name, obj, false) },
 		UpdateFunc: func(old, obj any) {
 			if w.matters(old, obj) {
-				w.noteChange(member.Name, obj)
-				w.onEvent(obj)
+				w.seen(member.Name, obj, true)
 			}
 		},
 		DeleteFunc: func(obj any) {
@@ -151,6 +155,41 @@ func (w *memberWatches) onEvent(obj any) {
 	if m, ok := named(obj); ok {
 		w.enqueue(reconcile.Request{NamespacedName: w.typ.federatedKey(m.GetNamespace(), m.GetName())})
 	}
+}
+
+// seen handles an added copy, or a changed one (changed): unless it only
+// echoes Fedwarden's own last write, it notes when a change was seen and
+// enqueues the federated resource; while that resource syncs, it decides
+// when the sync ends and its writes are known.
+func (w *memberWatches) seen(cluster string, obj any, changed bool) {
+	m, ok := named(obj)
+	if !ok {
+		return
+	}
+	key := w.typ.federatedKey(m.GetNamespace(), m.GetName())
+	at := time.Now()
+	news := func() bool {
+		if w.echo(cluster, obj) {
+			return false
+		}
+		if changed {
+			w.changedAt.Store(cluster+"/"+m.GetNamespace()+"/"+m.GetName(), at)
+		}
+		return true
+	}
+	if w.syncing != nil && w.syncing.hold(key, news) {
+		return
+	}
+	if news() {
+		w.enqueue(reconcile.Request{NamespacedName: key})
+	}
+}
+
+// echo tells whether obj, an added or updated copy in cluster, is the
+// version Fedwarden's own last write made. A deletion is never an echo.
+func (w *memberWatches) echo(cluster string, obj any) bool {
+	m, ok := obj.(metav1.Object)
+	return ok && w.written != nil && w.written.echoes(cluster, m)
 }
 
 // noteChange records when an update or deletion of a member copy was seen.

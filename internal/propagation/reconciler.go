@@ -34,6 +34,10 @@ type Reconciler struct {
 	stopped  <-chan struct{} // closed when the controller has stopped
 	// agent is set when the reconciler runs in a Pull cluster's agent.
 	agent *agentSide
+	// syncing holds back the watch events of a resource while it syncs;
+	// enqueue syncs a resource again, for an event held back that was news.
+	syncing syncing
+	enqueue func(reconcile.Request)
 
 	place  *placer
 	apply  *applier
@@ -45,6 +49,12 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // Reconcile syncs one federated resource to its clusters.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	r.syncing.begin(req.NamespacedName)
+	defer func() {
+		if r.syncing.end(req.NamespacedName) && r.enqueue != nil {
+			r.enqueue(req)
+		}
+	}()
 	fed := r.typ.newFederated()
 	if err := r.client.Get(ctx, req.NamespacedName, fed); err != nil {
 		if apierrors.IsNotFound(err) {

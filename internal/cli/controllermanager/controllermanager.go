@@ -47,6 +47,7 @@ type options struct {
 	namespace      string
 	metrics        metricsendpoint.Options
 	probeAddr      string
+	pprofAddr      string
 	leaderElect    bool
 	leaderElectID  string
 	hostQPS        float32
@@ -116,6 +117,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.namespace, "namespace", o.namespace, "control-plane namespace: member credential Secrets and the leader-election Lease live here")
 	o.metrics.AddFlags(f, "the host")
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
+	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints (CPU and heap profiles), unauthenticated: bind it to 127.0.0.1 only; 0 (the default) disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
 	f.Float32Var(&o.hostQPS, "kube-api-qps", 500, "queries per second towards the host API server")
@@ -195,6 +197,7 @@ func run(ctx context.Context, o *options) error {
 		Scheme:                        scheme,
 		Metrics:                       o.metrics.Server(nil),
 		HealthProbeBindAddress:        o.probeAddr,
+		PprofBindAddress:              o.pprofAddr,
 		LeaderElection:                o.leaderElect,
 		LeaderElectionID:              o.leaderElectID,
 		LeaderElectionNamespace:       o.namespace,
