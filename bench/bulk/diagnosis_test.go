@@ -173,10 +173,13 @@ func logHeap(b *testing.B, title, url, dir string) {
 		b.Error(err)
 		return
 	}
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=20", path).CombinedOutput()
-	if err != nil {
-		b.Errorf("go tool pprof: %v\n%s", err, out)
-		return
+	for _, view := range []string{"-top", "-top -cum"} {
+		args := append([]string{"tool", "pprof"}, strings.Fields(view)...)
+		out, err := exec.Command("go", append(args, "-sample_index=inuse_space", "-nodecount=25", path)...).CombinedOutput()
+		if err != nil {
+			b.Errorf("go tool pprof: %v\n%s", err, out)
+			return
+		}
+		logf("%s, %s (%s):\n%s", title, view, path, out)
 	}
-	logf("%s (%s):\n%s", title, path, out)
 }

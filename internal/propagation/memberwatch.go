@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,7 +126,9 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	}
 	gi := member.Managed.ForResource(w.typ.TargetResource)
 	inf := gi.Informer()
-	// Managed fields are kept: drift detection reads who owns which field.
+	// The transform fails once the informer runs (for another member
+	// object of the same cluster): then it is already set.
+	_ = inf.SetTransform(keepOthersFields)
 	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
 	// Like the transform, this is set once per member informer.
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.noteError(err) })
@@ -264,4 +267,23 @@ func (t Type) federatedKey(namespace, name string) types.NamespacedName {
 	default:
 		return types.NamespacedName{Name: name}
 	}
+}
+
+// keepOthersFields drops from a member copy the managed-fields entries
+// drift detection never reads: Fedwarden's own (the largest: every field
+// it writes) and those of the status subresource. Those of every other
+// manager stay, as drift detection names who changed a field from them.
+func keepOthersFields(obj any) (any, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	all := o.GetManagedFields()
+	kept := slices.DeleteFunc(slices.Clone(all), func(e metav1.ManagedFieldsEntry) bool {
+		return e.Manager == FieldManager || e.Subresource == "status"
+	})
+	if len(kept) != len(all) {
+		o.SetManagedFields(kept)
+	}
+	return obj, nil
 }
