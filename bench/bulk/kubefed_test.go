@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -224,7 +225,7 @@ func startKubeFed(b *testing.B, binDir, kubeconfig, dir string) *kubefedProcess 
 		b.Fatal(err)
 	}
 	kf := &kubefedProcess{done: make(chan struct{}), log: filepath.Join(dir, "kubefed-controller-manager.log"),
-		metricsURL: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"}
+		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
 	logFile, err := os.Create(kf.log)
 	if err != nil {
 		b.Fatal(err)
