@@ -21,6 +21,9 @@ type finding struct {
 	// seenAt is when the member event that revealed the drift arrived;
 	// zero when no event did (a resync, a cluster back from an outage).
 	seenAt time.Time
+	// adopted is set for an unstamped copy that holds what desired says:
+	// it is current as it is, and is not written.
+	adopted bool
 }
 
 // outOfBand tells whether the finding is someone else's doing in the
@@ -53,6 +56,11 @@ func (a *applier) classify(in *syncInput, cluster string, desired, existing *uns
 			// Fedwarden wrote a copy there, and it is gone.
 			f.state = typesv1beta1.Missing
 		}
+	case unstamped(existing):
+		var err error
+		if f, err = a.classifyUnstamped(in, cluster, desired, existing, policy, f); err != nil {
+			return f, err
+		}
 	case existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash || existing.GetLabels()[typesv1beta1.LabelManaged] != "true":
 		if recorded && missedUpdates(prev.State) {
 			f.state = typesv1beta1.OutdatedOverrides
@@ -73,6 +81,57 @@ func (a *applier) classify(in *syncInput, cluster string, desired, existing *uns
 		driftDetectionSeconds.Observe(time.Since(f.seenAt).Seconds())
 	}
 	return f, nil
+}
+
+// unstamped tells whether existing is a managed copy that Fedwarden never
+// wrote: it has the kubefed.io/managed label, which KubeFed also sets, but
+// not the desired hash that every write of Fedwarden's stamps. Such are the
+// copies KubeFed placed, found after `fedwarden migrate kubefed`.
+func unstamped(existing *unstructured.Unstructured) bool {
+	return existing.GetLabels()[typesv1beta1.LabelManaged] == "true" && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == ""
+}
+
+// classifyUnstamped judges a copy Fedwarden never wrote. Once recorded
+// InSync, a copy whose resource changed since is behind it, as a stamped
+// copy with an old hash is: it is written. Otherwise every field desired
+// sets is compared, whoever owns it (the copy's writer is not Fedwarden):
+// none differs, and the copy is adopted as it is, with no write; any that
+// does is drift, which the policy governs.
+func (a *applier) classifyUnstamped(in *syncInput, cluster string, desired, existing *unstructured.Unstructured, policy drift.Policy, f finding) (finding, error) {
+	prev, recorded := in.previous[cluster]
+	if recorded && prev.State == typesv1beta1.InSync && (prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override) {
+		return f, nil
+	}
+	changes, err := policy.Detect(desired, existing, FieldManager)
+	if err != nil {
+		return f, err
+	}
+	if len(changes) == 0 {
+		f.adopted = true
+		return f, nil
+	}
+	f.state, f.changes = typesv1beta1.ModifiedOutOfBand, deepest(changes)
+	return f, nil
+}
+
+// deepest drops each change whose path holds another change's path. A
+// writer that owns a map as a whole, as KubeFed's update owns data once
+// kubectl took data.A, would otherwise be named as changing it too.
+func deepest(changes []drift.Change) []drift.Change {
+	out := make([]drift.Change, 0, len(changes))
+	for _, c := range changes {
+		holds := false
+		for _, other := range changes {
+			if strings.HasPrefix(other.Path, c.Path+"/") {
+				holds = true
+				break
+			}
+		}
+		if !holds {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // missedUpdates tells whether a cluster in state s may have missed updates

@@ -140,7 +140,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 			return refused(name, a.typ, nil, s)
 		}
 	}
-	current := existing != nil && f.state == "" && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
+	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
 	switch {
 	case in.force:
 	case current:

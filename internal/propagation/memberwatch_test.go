@@ -9,7 +9,7 @@ import (
 )
 
 func TestKeepOthersFieldsDropsOnlyWhatDriftDetectionSkips(t *testing.T) {
-	fields := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)
 	copyOf := &unstructured.Unstructured{}
 	copyOf.SetName("web")
 	copyOf.SetManagedFields([]metav1.ManagedFieldsEntry{

@@ -20,6 +20,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/cli/migrate"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/status"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
@@ -61,6 +62,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		enable.NewCommand(s),
 		federate.NewCommand(s),
 		join.NewCommand(s),
+		migrate.NewCommand(s),
 		resync.NewCommand(s),
 		status.NewCommand(s),
 		unjoin.NewCommand(s),

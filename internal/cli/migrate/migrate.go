@@ -1,0 +1,215 @@
+// Package migrate implements `fedwarden migrate kubefed`: it moves a host
+// cluster from KubeFed v0.10.0 to Fedwarden, previews the move with
+// --dry-run, and undoes it with --rollback.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/manifest"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/migrate"
+)
+
+// ExitBlocked is the exit code of a migration that findings block (the
+// plan says which), with or without --dry-run.
+const ExitBlocked = 3
+
+// options are the flags of `migrate kubefed`.
+type options struct {
+	host               kubeconfig.Source
+	namespace          string
+	dryRun             bool
+	output             string
+	rollback           bool
+	defaultRemediation string
+	stopTimeout        time.Duration
+	timeout            time.Duration
+	fedwardenLease     string
+}
+
+const long = `Migrate kubefed moves the host cluster from KubeFed v0.10.0 to Fedwarden, writing
+nothing to any member cluster.
+
+It first reads KubeFed's install in --namespace: its KubeFedConfig, KubeFedClusters
+and their Secrets (only the names of their keys: no credential is printed),
+FederatedTypeConfigs, the federated resources of each type,
+ReplicaSchedulingPreferences and PropagatedVersions. With --dry-run it prints
+that inventory, what the migration will do, and what it cannot carry over, each
+with the reason, and changes nothing.
+
+Without --dry-run it hands over:
+  1. saves what it removes or replaces in the ConfigMap fedwarden-migrate-kubefed
+     of --namespace, which --rollback reads;
+  2. scales KubeFed's Deployment kubefed-controller-manager to 0 (or, when the
+     namespace has none, expects you to stop KubeFed's controller-manager) and
+     waits until its leader lock is no longer renewed (--stop-timeout);
+  3. deletes KubeFed's webhook configurations;
+  4. replaces KubeFed's CRDs with Fedwarden's, keeping every federated resource
+     (KubeFed's namespaced FederatedTypeConfigs become cluster-scoped ones), and
+     installs Fedwarden's other CRDs and admission policies;
+  5. creates a FederatedCluster per KubeFedCluster, using KubeFed's Secret, whose
+     token it binds to that cluster, endpoint and CA (annotations only).
+Then start Fedwarden's controller-manager with the flags the command prints:
+they carry over the KubeFedConfig settings that have a Fedwarden equivalent, and
+--default-remediation (Alert unless told otherwise), so that the first drift
+report can be read before anything is healed. It adopts the copies KubeFed
+placed: one that equals what Fedwarden renders is recorded InSync in a
+ClusterPropagatedVersion and not written; one that differs is drift.
+
+A finding that blocks the migration (a cluster that skips TLS verification,
+a CRD whose scope or stored versions differ...) stops it before any change.
+
+--rollback puts KubeFed back once Fedwarden's controller-manager is stopped (it
+waits until Fedwarden's leader Lease is no longer renewed): KubeFed's CRDs,
+FederatedTypeConfigs and webhook configurations, and its Deployment's replicas.
+Member copies are not touched.
+
+Exit codes: 0 done (or planned), 1 error, 2 bad flags, 3 blocked by findings.`
+
+const example = `  # Preview: what is there, what will be done, what is not carried over
+  fedwarden migrate kubefed --dry-run
+
+  # The same, as YAML
+  fedwarden migrate kubefed --dry-run -o yaml
+
+  # Hand over, then start Fedwarden's controller-manager as printed
+  fedwarden migrate kubefed
+
+  # Undo the handover (stop Fedwarden's controller-manager first)
+  fedwarden migrate kubefed --rollback`
+
+// NewCommand returns `fedwarden migrate`, whose one subcommand is kubefed.
+func NewCommand(s streams.IO) *cobra.Command {
+	cmd := cmdline.Setup(&cobra.Command{
+		Use:   "migrate",
+		Short: "Move a host cluster from another federation to Fedwarden",
+		Args:  cmdline.NoArgs,
+	})
+	cmd.AddCommand(newKubeFedCommand(s))
+	return cmd
+}
+
+func newKubeFedCommand(s streams.IO) *cobra.Command {
+	o := &options{}
+	cmd := cmdline.Setup(&cobra.Command{
+		Use:     "kubefed",
+		Short:   "Move the host from KubeFed v0.10.0 to Fedwarden, with zero member writes",
+		Long:    long,
+		Example: example,
+		Args:    cmdline.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), s, o)
+		},
+	})
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	f := cmd.Flags()
+	f.StringVar(&o.namespace, "namespace", v1beta1.DefaultFederationNamespace, "KubeFed's control-plane namespace, which becomes Fedwarden's")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the inventory and the plan, and change nothing")
+	f.StringVarP(&o.output, "output", "o", "", "format of --dry-run: text (default), yaml or json")
+	f.BoolVar(&o.rollback, "rollback", false, "undo the handover: put KubeFed back")
+	f.StringVar(&o.defaultRemediation, "default-remediation", string(typesv1beta1.RemediationAlert), "the --default-remediation to start Fedwarden's controller-manager with: Alert (report drift only) or Enforce")
+	f.DurationVar(&o.stopTimeout, "stop-timeout", 2*time.Minute, "how long to wait for KubeFed's controller-manager (--rollback: Fedwarden's) to stop renewing its leader lock")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for any one request, and for a CRD to be Established or gone")
+	f.StringVar(&o.fedwardenLease, "fedwarden-leader-election-id", "fedwarden-controller-manager", "--rollback: the leader Lease of Fedwarden's controller-manager (its --leader-election-id)")
+	return cmd
+}
+
+func (o *options) validate() error {
+	var errs []error
+	if o.output != "" && !o.dryRun {
+		errs = append(errs, fmt.Errorf("--output %q needs --dry-run: only a dry run prints the plan", o.output))
+	} else {
+		errs = append(errs, manifest.ValidateFormat(o.output))
+	}
+	if o.dryRun && o.rollback {
+		errs = append(errs, errors.New("--dry-run and --rollback do not go together"))
+	}
+	switch typesv1beta1.Remediation(o.defaultRemediation) {
+	case typesv1beta1.RemediationAlert, typesv1beta1.RemediationEnforce:
+	default:
+		errs = append(errs, fmt.Errorf("--default-remediation must be Enforce or Alert, not %q", o.defaultRemediation))
+	}
+	errs = append(errs, cmdline.PositiveDuration("--stop-timeout", o.stopTimeout), cmdline.PositiveDuration("--timeout", o.timeout))
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, s streams.IO, o *options) error {
+	if err := o.validate(); err != nil {
+		return streams.UsageError(err)
+	}
+	cluster, err := kubeconfig.Load(o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	host, err := newHost(s, cluster, o)
+	if err != nil {
+		return err
+	}
+	if o.rollback {
+		return host.Rollback(ctx, migrate.RollbackOptions{Namespace: o.namespace, FedwardenLease: o.fedwardenLease})
+	}
+	c, err := host.NewClient()
+	if err != nil {
+		return err
+	}
+	inv, err := migrate.Read(ctx, c, o.namespace)
+	if err != nil {
+		return err
+	}
+	plan := migrate.NewPlan(inv, migrate.Options{DefaultRemediation: typesv1beta1.Remediation(o.defaultRemediation)})
+	if o.dryRun {
+		if err := printPlan(s.Out, plan, o.output); err != nil {
+			return err
+		}
+		return blocked(plan)
+	}
+	if err := blocked(plan); err != nil {
+		printFindings(s.ErrOut, "Blockers (fix these, then run the migration again)", plan.Blockers)
+		return err
+	}
+	if err := host.Handover(ctx, plan); err != nil {
+		return err
+	}
+	printNext(s.Out, plan, cluster.File)
+	return nil
+}
+
+// blocked returns the error of a plan with blockers, nil for one without.
+func blocked(p *migrate.Plan) error {
+	if len(p.Blockers) == 0 {
+		return nil
+	}
+	return &streams.ExitError{Code: ExitBlocked, Err: fmt.Errorf("the migration is blocked by %d finding(s); nothing was changed", len(p.Blockers))}
+}
+
+// newHost returns the host's clients; requests give up after o.timeout.
+func newHost(s streams.IO, cluster *kubeconfig.Cluster, o *options) (*migrate.Host, error) {
+	_, disco, err := cluster.Clients(o.timeout)
+	if err != nil {
+		return nil, err
+	}
+	ext, err := apiextensionsclient.NewForConfig(cluster.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a CRD client for context %q: %w", cluster.Context, err)
+	}
+	return &migrate.Host{
+		NewClient:   func() (client.Client, error) { return cluster.Client() },
+		CRDs:        ext.ApiextensionsV1().CustomResourceDefinitions(),
+		Disco:       disco,
+		Out:         s.ErrOut,
+		StopTimeout: o.stopTimeout,
+		Timeout:     o.timeout,
+	}, nil
+}

@@ -1,0 +1,45 @@
+package migrate
+
+import (
+	"testing"
+
+	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+)
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	kc := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "output without dry run", args: []string{"-o", "yaml"}, wantErr: `--output "yaml" needs --dry-run`},
+		{name: "bad output", args: []string{"--dry-run", "-o", "xml"}, wantErr: `--output "xml" is not supported`},
+		{name: "dry run and rollback", args: []string{"--dry-run", "--rollback"}, wantErr: "--dry-run and --rollback do not go together"},
+		{name: "bad remediation", args: []string{"--default-remediation", "Heal"}, wantErr: `--default-remediation must be Enforce or Alert, not "Heal"`},
+		{name: "bad stop timeout", args: []string{"--stop-timeout", "0s"}, wantErr: "--stop-timeout"},
+		{name: "an argument", args: []string{"extra"}, wantErr: "extra"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clitest.CheckUsageError(t, NewCommand, tt.wantErr, append([]string{"kubefed"}, append(tt.args, "--host-kubeconfig", kc)...)...)
+		})
+	}
+}
+
+func TestHelmValues(t *testing.T) {
+	t.Parallel()
+	args := []string{"--namespace=kube-federation-system", "--default-remediation=Alert", "--cluster-health-period=10s", "--propagation-workers=4"}
+	got := helmValues(args)
+	want := []string{"remediation.default=Alert", "controllerManager.clusterHealth.period=10s", "controllerManager.propagationWorkers=4"}
+	if len(got) != len(want) {
+		t.Fatalf("helmValues = %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("helmValues[%d] = %q, want %q", i, got[i], want[i])
+		}
+	}
+}

@@ -1,0 +1,18 @@
+// Package migrate moves a host cluster from KubeFed v0.10.0 to Fedwarden
+// without writing to any member cluster, and back.
+//
+// Read takes the inventory of a KubeFed install (its KubeFedConfig,
+// KubeFedClusters and their Secrets, FederatedTypeConfigs, federated
+// resources, ReplicaSchedulingPreferences and PropagatedVersions); NewPlan,
+// pure, says what the handover will do and what it cannot carry over, with
+// the reason; Handover stops KubeFed, saves what it removes or replaces in a
+// ConfigMap of the control-plane namespace, removes KubeFed's webhook
+// configurations, replaces the CRDs of the federated kinds with Fedwarden's
+// (every object is kept: the versions are the same) and creates a
+// FederatedCluster per KubeFedCluster, bound to KubeFed's Secret. Rollback
+// puts back what that ConfigMap holds and starts KubeFed again.
+//
+// Nothing here writes to a member cluster, nor reads one: the copies KubeFed
+// placed are adopted by Fedwarden's controller-manager, which records a copy
+// that equals what it would render without writing it.
+package migrate

@@ -1,0 +1,196 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+)
+
+// errNothingToRollBack: there is no saved state.
+var errNothingToRollBack = errors.New("nothing to roll back")
+
+// fedwardenLeaseDuration is the lease duration of Fedwarden's
+// controller-manager (controller-runtime's default).
+const fedwardenLeaseDuration = 15 * time.Second
+
+// RollbackOptions say what Rollback waits for.
+type RollbackOptions struct {
+	// Namespace is the control-plane namespace holding StateConfigMap.
+	Namespace string
+	// FedwardenLease names the leader Lease of Fedwarden's
+	// controller-manager, which must have stopped.
+	FedwardenLease string
+}
+
+// Rollback puts back what the handover saved: KubeFed's CRDs (every
+// federated resource is kept), FederatedTypeConfigs and webhook
+// configurations, and its controller-manager's replicas. Fedwarden's
+// controller-manager must be stopped first: Rollback waits until its leader
+// Lease is idle. Member copies are not touched; the FederatedClusters and
+// the Secrets' binding annotations are left, as KubeFed ignores them.
+func (h *Host) Rollback(ctx context.Context, o RollbackOptions) error {
+	c, err := h.NewClient()
+	if err != nil {
+		return err
+	}
+	st, err := loadState(ctx, c, o.Namespace)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("%w: ConfigMap %s/%s, which the handover writes, does not exist", errNothingToRollBack, o.Namespace, StateConfigMap)
+	}
+	if err := waitLockIdle(ctx, c, o.Namespace, o.FedwardenLease, fedwardenLeaseDuration, h.StopTimeout); err != nil {
+		return fmt.Errorf("waiting for Fedwarden's controller-manager to stop: %w", err)
+	}
+	h.progress("Fedwarden's leader Lease %s/%s is not renewed: its controller-manager has stopped", o.Namespace, o.FedwardenLease)
+	phases := []func(context.Context, *state) error{h.dropFedwardenTypeConfigs, h.restoreCRDs, h.restoreTypeConfigs, h.restoreWebhooks}
+	for _, phase := range phases {
+		if err := phase(ctx, st); err != nil {
+			return err
+		}
+	}
+	if err := h.restartKubeFed(ctx, o.Namespace, st); err != nil {
+		return err
+	}
+	c, err = h.NewClient()
+	if err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: StateConfigMap}}
+	if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting ConfigMap %s/%s: %w", o.Namespace, StateConfigMap, err)
+	}
+	h.progress("deleted ConfigMap %s/%s: KubeFed is back", o.Namespace, StateConfigMap)
+	return nil
+}
+
+// savedCRDScope returns the scope of the saved CRD name, "" if none is
+// saved.
+func savedCRDScope(st *state, name string) string {
+	for _, m := range st.CRDs {
+		u := unstructured.Unstructured{Object: m}
+		if u.GetName() == name {
+			s, _, _ := unstructured.NestedString(m, "spec", "scope")
+			return s
+		}
+	}
+	return ""
+}
+
+// dropFedwardenTypeConfigs deletes Fedwarden's cluster-scoped
+// FederatedTypeConfig CRD and its objects when KubeFed's, saved, is
+// namespaced; their finalizers are removed first (Fedwarden is stopped).
+func (h *Host) dropFedwardenTypeConfigs(ctx context.Context, st *state) error {
+	current, err := h.CRDs.Get(ctx, typeConfigCRD, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return wrapCRD("reading", typeConfigCRD, err)
+	}
+	saved := savedCRDScope(st, typeConfigCRD)
+	if saved == "" || saved == string(current.Spec.Scope) {
+		return nil
+	}
+	c, err := h.NewClient()
+	if err != nil {
+		return err
+	}
+	l := &corev1beta1.FederatedTypeConfigList{}
+	if err := c.List(ctx, l); err != nil {
+		return fmt.Errorf("listing FederatedTypeConfigs: %w", err)
+	}
+	for i := range l.Items {
+		ftc := &l.Items[i]
+		if err := c.Patch(ctx, ftc, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("removing the finalizers of FederatedTypeConfig %s: %w", ftc.Name, err)
+		}
+	}
+	if err := deleteCRD(ctx, h.CRDs, typeConfigCRD, h.Timeout); err != nil {
+		return err
+	}
+	h.progress("deleted Fedwarden's CustomResourceDefinition %s and its %d FederatedTypeConfigs", typeConfigCRD, len(l.Items))
+	return nil
+}
+
+// restoreCRDs puts KubeFed's saved CRDs back in place, keeping every
+// object.
+func (h *Host) restoreCRDs(ctx context.Context, st *state) error {
+	for _, m := range st.CRDs {
+		crd, err := crdFrom(m)
+		if err != nil {
+			return err
+		}
+		if err := replaceCRD(ctx, h.CRDs, crd); err != nil {
+			return err
+		}
+		if err := waitEstablished(ctx, h.CRDs, crd.Name, h.Timeout); err != nil {
+			return err
+		}
+		h.progress("restored KubeFed's CustomResourceDefinition %s", crd.Name)
+	}
+	return nil
+}
+
+// restoreTypeConfigs creates KubeFed's saved FederatedTypeConfigs.
+func (h *Host) restoreTypeConfigs(ctx context.Context, st *state) error {
+	c, err := h.NewClient()
+	if err != nil {
+		return err
+	}
+	for _, m := range st.TypeConfigs {
+		u := &unstructured.Unstructured{Object: m}
+		if err := c.Create(ctx, u.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("restoring FederatedTypeConfig %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	h.progress("restored KubeFed's %d FederatedTypeConfigs", len(st.TypeConfigs))
+	return nil
+}
+
+// restoreWebhooks creates KubeFed's saved webhook configurations.
+func (h *Host) restoreWebhooks(ctx context.Context, st *state) error {
+	c, err := h.NewClient()
+	if err != nil {
+		return err
+	}
+	for _, m := range st.Webhooks {
+		u := &unstructured.Unstructured{Object: m}
+		if err := c.Create(ctx, u.DeepCopy()); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("restoring %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		h.progress("restored %s %s", u.GetKind(), u.GetName())
+	}
+	return nil
+}
+
+// restartKubeFed scales KubeFed's controller-manager Deployment back.
+func (h *Host) restartKubeFed(ctx context.Context, namespace string, st *state) error {
+	if st.Replicas == nil {
+		h.progress("no Deployment %s/%s was scaled down: start KubeFed's controller-manager yourself", namespace, ControllerDeployment)
+		return nil
+	}
+	c, err := h.NewClient()
+	if err != nil {
+		return err
+	}
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, *st.Replicas)
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: ControllerDeployment}}
+	if err := c.Patch(ctx, d, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("scaling Deployment %s/%s back to %d: %w", namespace, ControllerDeployment, *st.Replicas, err)
+	}
+	h.progress("scaled Deployment %s/%s back to %d replicas", namespace, ControllerDeployment, *st.Replicas)
+	return nil
+}
