@@ -394,11 +394,19 @@ func hostFingerprint(t *testing.T, cfg *rest.Config) map[string]string {
 			t.Fatal(err)
 		}
 		for _, it := range l.Items {
-			out[gvr.Resource+"/"+it.GetNamespace()+"/"+it.GetName()] = it.GetResourceVersion()
+			key := gvr.Resource + "/" + it.GetNamespace() + "/" + it.GetName()
+			if key == kubefedLeaderLock {
+				continue // KubeFed renews it while it runs, dry run or not
+			}
+			out[key] = it.GetResourceVersion()
 		}
 	}
 	return out
 }
+
+// kubefedLeaderLock is KubeFed's leader-election ConfigMap, which its
+// running controller-manager writes every few seconds.
+const kubefedLeaderLock = "configmaps/kube-federation-system/kubefed-controller-manager"
 
 // memberFingerprints fingerprints each copy of sample1 in each member by
 // what a write to it would change: its generation, labels, annotations and
