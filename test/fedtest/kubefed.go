@@ -308,3 +308,6 @@ func (kf *KubeFed) Stop() int {
 	log, _ := os.ReadFile(kf.LogPath)
 	return bytes.Count(log, []byte("\nE"))
 }
+
+// PID is the controller-manager's process ID.
+func (kf *KubeFed) PID() int { return kf.cmd.Process.Pid }
