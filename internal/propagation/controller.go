@@ -52,6 +52,9 @@ type Options struct {
 	// nothing signalled a change (0: never); a resync with nothing drifted
 	// writes nothing.
 	ResyncPeriod time.Duration
+	// DriftNotifier is told of each drift transition, beside the Events;
+	// nil means none.
+	DriftNotifier DriftNotifier
 }
 
 // DefaultOptions are the defaults of the controller-manager's and the
@@ -132,7 +135,7 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, agent: agent},
 		record: &cpvStore{typ: typ, client: mgr.GetClient(), namespace: opts.Namespace, now: time.Now, agent: agent},
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
-			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now},
+			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},
 	}
 }
 

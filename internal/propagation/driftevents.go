@@ -8,6 +8,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/notify"
 )
 
 // clusterRef is the FederatedCluster name, as the related object of an
@@ -22,11 +23,18 @@ func clusterRef(name string) *corev1beta1.FederatedCluster {
 	return fc
 }
 
-// recordDrift emits DriftDetected and DriftResolved Events on fed: for a
-// drift this sync re-applied over, for a drift left alone that is new or
-// changed, and for a cluster back in sync by other means.
+// DriftNotifier is told of each drift transition of a copy, beside the
+// Events recordDrift emits. Notify must not block.
+type DriftNotifier interface {
+	Notify(t notify.Transition)
+}
+
+// recordDrift emits DriftDetected and DriftResolved Events on fed, and
+// tells the drift notifier: for a drift this sync re-applied over, for a
+// drift left alone that is new or changed, and for a cluster back in sync
+// by other means.
 func (rep *reporter) recordDrift(fed *unstructured.Unstructured, in *syncInput, results []clusterResult) {
-	if rep.recorder == nil {
+	if rep.recorder == nil && rep.driftNotifier == nil {
 		return
 	}
 	for _, res := range results {
@@ -34,16 +42,71 @@ func (rep *reporter) recordDrift(fed *unstructured.Unstructured, in *syncInput, 
 			continue // a Pull cluster's agent records its own Events
 		}
 		prev := in.previous[res.name]
-		switch {
-		case res.healed.state != "":
-			rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
-			rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
-		case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
-			rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
-		case res.state == typesv1beta1.InSync && isDrift(prev.State):
-			rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
+		kind, ok := driftTransition(prev, res)
+		if !ok {
+			continue
+		}
+		rep.recordDriftEvents(fed, res, kind)
+		if rep.driftNotifier != nil {
+			rep.driftNotifier.Notify(rep.transition(fed, in, prev, res, kind))
 		}
 	}
+}
+
+// driftTransition tells which drift transition res is, against the
+// cluster's previous entry, if any.
+func driftTransition(prev typesv1beta1.ClusterVersion, res clusterResult) (notify.Kind, bool) {
+	switch {
+	case res.healed.state != "":
+		return notify.Healed, true
+	case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
+		if res.remediation == typesv1beta1.RemediationAlert && (res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Missing) {
+			return notify.Alerted, true // left as it is
+		}
+		return notify.Detected, true
+	case res.state == typesv1beta1.InSync && isDrift(prev.State):
+		return notify.Resolved, true
+	}
+	return "", false
+}
+
+// recordDriftEvents emits the Events of one transition.
+func (rep *reporter) recordDriftEvents(fed *unstructured.Unstructured, res clusterResult, kind notify.Kind) {
+	if rep.recorder == nil {
+		return
+	}
+	switch kind {
+	case notify.Healed:
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
+	case notify.Detected, notify.Alerted:
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s", res.name, res.message)
+	case notify.Resolved:
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Detect", "cluster %s: in sync again", res.name)
+	}
+}
+
+// transition is the notification of one transition: names of fields and
+// managers, never values.
+func (rep *reporter) transition(fed *unstructured.Unstructured, in *syncInput, prev typesv1beta1.ClusterVersion, res clusterResult, kind notify.Kind) notify.Transition {
+	t := notify.Transition{
+		Kind: kind, Federated: rep.typ.Federated, Resource: rep.typ.FederatedResource, Target: rep.typ.Target,
+		Namespace: fed.GetNamespace(), Name: fed.GetName(), Cluster: res.name,
+		State: res.state, TemplateVersion: in.v.Template, OverrideVersion: in.v.Override, Remediation: res.remediation,
+	}
+	switch kind {
+	case notify.Healed:
+		t.State = res.healed.state
+		t.Paths, t.Managers = drift.Paths(res.healed.changes)
+	case notify.Resolved:
+		t.State, t.Paths, t.Managers = prev.State, prev.ChangedPaths, prev.ChangedBy
+		if t.Remediation == "" {
+			t.Remediation = prev.Remediation
+		}
+	default:
+		t.Paths, t.Managers = drift.Paths(res.changes)
+	}
+	return t
 }
 
 // isDrift tells whether s is a drift state (not a failure to reach or

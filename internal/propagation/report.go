@@ -30,6 +30,8 @@ type reporter struct {
 	recorder recorder.EventRecorder
 	drifted  *driftGauge
 	now      func() time.Time
+	// driftNotifier, when not nil, is told of drift transitions.
+	driftNotifier DriftNotifier
 }
 
 // writeFederatedStatus writes the federated resource's status when it

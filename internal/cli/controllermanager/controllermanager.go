@@ -34,6 +34,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/capacitysource"
@@ -58,6 +59,7 @@ type options struct {
 	networks       egress.Networks
 	health         cluster.Options
 	propagation    propagation.Options
+	notify         notify.Options
 	plugins        string
 	capacityDelay  time.Duration
 	zap            zap.Options
@@ -76,6 +78,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Workers:    8,
 		},
 		propagation: propagation.DefaultOptions(),
+		notify:      notify.DefaultOptions(),
 		zap:         zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := cmdline.Setup(&cobra.Command{
@@ -95,7 +98,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 			"    CPV's spec.clusters and explained in the Scheduled condition;\n" +
 			"  - drift: member copies changed or deleted by someone else are found on the member's\n" +
 			"    watch events (and every --resync-period), recorded per cluster in the CPV, and\n" +
-			"    re-applied or only reported (driftPolicy, --default-remediation).\n\n" +
+			"    re-applied or only reported (driftPolicy, --default-remediation); each transition is\n" +
+			"    POSTed as a CloudEvent to every --notify-webhook whose filter it passes.\n\n" +
 			"Serves Prometheus metrics on --metrics-bind-address and /healthz, /readyz on\n" +
 			"--health-probe-bind-address. With --metrics-secure, /metrics is HTTPS, and answers only\n" +
 			"callers the host's API server authenticates and authorizes to get /metrics (the Helm\n" +
@@ -131,6 +135,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
 	f.StringVar((*string)(&o.propagation.DefaultRemediation), "default-remediation", string(o.propagation.DefaultRemediation), "what to do when a member's copy drifts, for resources whose driftPolicy names nothing: Enforce (re-apply at once) or Alert (report only)")
 	f.DurationVar(&o.propagation.ResyncPeriod, "resync-period", o.propagation.ResyncPeriod, "how often every federated resource is compared with its member copies again even without a change event (0 disables); nothing is written when nothing drifted")
+	o.notify.AddFlags(f)
 	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins: * for all ("+strings.Join(scheduler.Registry().Names(), ", ")+"), -Name to disable one, e.g. *,-Capacity")
 	f.DurationVar(&o.capacityDelay, "capacity-debounce", 5*time.Second, "how long member Node and ResourceQuota changes are gathered before resources are scheduled again")
 	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
@@ -162,6 +167,9 @@ func (o *options) validate() error {
 	}
 	if o.propagation.ResyncPeriod < 0 {
 		return fmt.Errorf("--resync-period must not be negative")
+	}
+	if err := o.notify.Validate(); err != nil {
+		return err
 	}
 	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
 		return fmt.Errorf("--plugins: %w", err)
@@ -256,10 +264,26 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 		return fmt.Errorf("--plugins: %w", err)
 	}
 	o.propagation.Scheduler = sched
+	if err := setupNotifier(mgr, o); err != nil {
+		return err
+	}
 	federation = typeconfig.NewReconciler(mgr, members, o.propagation)
 	if err := federation.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
 	}
+	return nil
+}
+
+// setupNotifier runs the drift notifier when --notify-webhook names a sink.
+func setupNotifier(mgr ctrl.Manager, o *options) error {
+	n, err := notify.New(o.notify, ctrl.Log.WithName("notify"))
+	if err != nil || n == nil {
+		return err
+	}
+	if err := mgr.Add(n); err != nil {
+		return fmt.Errorf("adding the drift notifier: %w", err)
+	}
+	o.propagation.DriftNotifier = n
 	return nil
 }
 

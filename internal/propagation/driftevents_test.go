@@ -1,0 +1,135 @@
+package propagation
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/notify"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// notifications records what recordDrift tells the drift notifier.
+type notifications []notify.Transition
+
+func (n *notifications) Notify(t notify.Transition) { *n = append(*n, t) }
+
+// Each drift transition is told to the notifier once, with the state,
+// paths and managers of the drift it is about, beside its Events.
+func TestRecordDriftNotifies(t *testing.T) {
+	t.Parallel()
+	edit := []drift.Change{{Path: "/spec/replicas", Manager: "kubectl-edit"}}
+	drifted := typesv1beta1.ClusterVersion{ClusterName: "east", State: typesv1beta1.ModifiedOutOfBand,
+		ChangedPaths: []string{"/data/password"}, ChangedBy: []string{"kubectl"}, Remediation: typesv1beta1.RemediationAlert}
+	tests := []struct {
+		name         string
+		previous     typesv1beta1.ClusterVersion
+		result       clusterResult
+		wantKind     notify.Kind
+		wantState    typesv1beta1.DriftState
+		wantPaths    []string
+		wantManagers []string
+		wantRem      typesv1beta1.Remediation
+		wantEvents   []string
+	}{
+		{
+			name:     "healed under Enforce",
+			previous: typesv1beta1.ClusterVersion{State: typesv1beta1.InSync},
+			result: clusterResult{name: "east", state: typesv1beta1.InSync, remediation: typesv1beta1.RemediationEnforce,
+				healed: finding{state: typesv1beta1.ModifiedOutOfBand, changes: edit}},
+			wantKind: notify.Healed, wantState: typesv1beta1.ModifiedOutOfBand, wantPaths: []string{"/spec/replicas"}, wantManagers: []string{"kubectl-edit"},
+			wantRem: typesv1beta1.RemediationEnforce, wantEvents: []string{"Warning DriftDetected", "Normal DriftResolved"},
+		},
+		{
+			name:     "left under Alert",
+			previous: typesv1beta1.ClusterVersion{State: typesv1beta1.InSync},
+			result: clusterResult{name: "east", state: typesv1beta1.ModifiedOutOfBand, remediation: typesv1beta1.RemediationAlert,
+				changes: edit, message: "changed"},
+			wantKind: notify.Alerted, wantState: typesv1beta1.ModifiedOutOfBand, wantPaths: []string{"/spec/replicas"}, wantManagers: []string{"kubectl-edit"},
+			wantRem: typesv1beta1.RemediationAlert, wantEvents: []string{"Warning DriftDetected"},
+		},
+		{
+			name:     "detected, not left by a policy",
+			previous: typesv1beta1.ClusterVersion{State: typesv1beta1.Unreachable},
+			result:   clusterResult{name: "east", state: typesv1beta1.OutdatedTemplate, remediation: typesv1beta1.RemediationEnforce},
+			wantKind: notify.Detected, wantState: typesv1beta1.OutdatedTemplate, wantPaths: nil, wantManagers: nil,
+			wantRem: typesv1beta1.RemediationEnforce, wantEvents: []string{"Warning DriftDetected"},
+		},
+		{
+			name:     "resolved: the drift that ended",
+			previous: drifted,
+			result:   clusterResult{name: "east", state: typesv1beta1.InSync},
+			wantKind: notify.Resolved, wantState: typesv1beta1.ModifiedOutOfBand, wantPaths: []string{"/data/password"}, wantManagers: []string{"kubectl"},
+			wantRem: typesv1beta1.RemediationAlert, wantEvents: []string{"Normal DriftResolved"},
+		},
+		{
+			name:     "the same drift again",
+			previous: drifted,
+			result: clusterResult{name: "east", state: typesv1beta1.ModifiedOutOfBand, remediation: typesv1beta1.RemediationAlert,
+				changes: []drift.Change{{Path: "/data/password", Manager: "kubectl"}}},
+		},
+		{
+			name:     "in sync, and was",
+			previous: typesv1beta1.ClusterVersion{State: typesv1beta1.InSync},
+			result:   clusterResult{name: "east", state: typesv1beta1.InSync},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got notifications
+			var evs events
+			rep := &reporter{recorder: &evs, driftNotifier: &got, typ: Type{
+				Federated: schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedSecret"}, FederatedResource: "federatedsecrets",
+				Target: schema.GroupVersionKind{Version: "v1", Kind: "Secret"},
+			}}
+			fed := &unstructured.Unstructured{}
+			fed.SetNamespace("shop")
+			fed.SetName("db")
+			in := &syncInput{previous: map[string]typesv1beta1.ClusterVersion{"east": tt.previous}, v: render.Versions{Template: "4", Override: "2"}}
+			rep.recordDrift(fed, in, []clusterResult{tt.result})
+			if tt.wantKind == "" {
+				if len(got) > 0 || len(evs) > 0 {
+					t.Errorf("notified %+v, Events %q; want none", got, evs)
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("notified %+v, want one %s", got, tt.wantKind)
+			}
+			n := got[0]
+			if n.Kind != tt.wantKind || n.State != tt.wantState || !slices.Equal(n.Paths, tt.wantPaths) || !slices.Equal(n.Managers, tt.wantManagers) || n.Remediation != tt.wantRem {
+				t.Errorf("notified %+v", n)
+			}
+			if n.Cluster != "east" || n.Namespace != "shop" || n.Name != "db" || n.Target.Kind != "Secret" || n.Resource != "federatedsecrets" ||
+				n.TemplateVersion != "4" || n.OverrideVersion != "2" {
+				t.Errorf("notified %+v", n)
+			}
+			if len(evs) != len(tt.wantEvents) {
+				t.Fatalf("Events %q, want %q", evs, tt.wantEvents)
+			}
+			for i, want := range tt.wantEvents {
+				if !strings.HasPrefix(evs[i], want) {
+					t.Errorf("Event %q, want %q", evs[i], want)
+				}
+			}
+		})
+	}
+}
+
+// A Pull cluster's transitions are its agent's to tell.
+func TestRecordDriftLeavesAgentsResults(t *testing.T) {
+	t.Parallel()
+	var got notifications
+	rep := &reporter{driftNotifier: &got}
+	in := &syncInput{previous: map[string]typesv1beta1.ClusterVersion{}}
+	rep.recordDrift(&unstructured.Unstructured{}, in, []clusterResult{{name: "pull", fromAgent: true, state: typesv1beta1.Missing}})
+	if len(got) != 0 {
+		t.Errorf("notified %+v for a Pull cluster", got)
+	}
+}

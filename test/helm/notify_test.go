@@ -1,0 +1,77 @@
+package helm
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fedwarden/fedwarden/internal/notify"
+)
+
+// The notification webhooks reach the controller-manager as one
+// --notify-webhook each, with their filters, in a form it accepts; the CA
+// Secret is mounted where --notify-ca-file points.
+func TestNotificationValues(t *testing.T) {
+	needHelm(t)
+	t.Parallel()
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`notifications:
+  webhooks:
+    - url: https://127.0.0.1:9/x?token=abc
+      namespaces: [shop, pay]
+      kinds: [Deployment]
+      states: [ModifiedOutOfBand, Missing]
+      remediations: [Alert]
+    - url: http://127.0.0.1:9999/all
+  consoleURL: https://127.0.0.1:9/
+  caSecret: hooks-ca
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var d appsv1.Deployment
+	find(t, mustRender(t, "-f", values), "Deployment", &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	want := []string{
+		"--notify-webhook=https://127.0.0.1:9/x?token=abc kind=Deployment namespace=shop,pay remediation=Alert state=ModifiedOutOfBand,Missing",
+		"--notify-webhook=http://127.0.0.1:9999/all",
+		"--notify-ca-file=/etc/fedwarden/notify-ca/ca.crt", "--console-url=https://127.0.0.1:9/",
+		"--notify-queue-size=1000", "--notify-timeout=10s", "--notify-attempts=5",
+	}
+	for _, arg := range want {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %q lack %q", c.Args, arg)
+		}
+	}
+	o := notify.DefaultOptions()
+	for _, arg := range c.Args {
+		if hook, ok := strings.CutPrefix(arg, "--notify-webhook="); ok {
+			o.Webhooks = append(o.Webhooks, hook)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("the controller-manager refuses the chart's webhooks: %v", err)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "notify-ca" && m.MountPath == "/etc/fedwarden/notify-ca"
+	}) {
+		t.Errorf("mounts %+v lack the notify CA", c.VolumeMounts)
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "notify-ca" && v.Secret != nil && v.Secret.SecretName == "hooks-ca"
+	}) {
+		t.Errorf("volumes %+v lack the Secret hooks-ca", d.Spec.Template.Spec.Volumes)
+	}
+
+	var plain appsv1.Deployment
+	find(t, mustRender(t), "Deployment", &plain)
+	if args := plain.Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--notify") || strings.HasPrefix(a, "--console-url")
+	}) {
+		t.Errorf("without webhooks, args %q configure notifications", args)
+	}
+}
