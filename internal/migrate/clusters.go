@@ -33,6 +33,15 @@ type clusterMapping struct {
 	binding map[string]string
 	// caSource says where the CA bundle comes from, for the plan.
 	caSource string
+	// ca is the CA bundle that verifies the member: the KubeFedCluster's
+	// spec.caBundle, else its Secret's ca.crt; empty for the system roots.
+	ca []byte
+	// labels counts the KubeFedCluster's labels, which the FederatedCluster
+	// keeps.
+	labels int
+	// rejoin is how the cluster is re-joined with Fedwarden's identity;
+	// nil when KubeFed's is kept.
+	rejoin *rejoinMapping
 }
 
 // mapCluster maps a KubeFedCluster; a cluster Fedwarden cannot reach as
@@ -83,6 +92,8 @@ func mapCluster(c Cluster) (*clusterMapping, []Finding) {
 		secret:   c.SecretName,
 		binding:  registration.CredentialsBinding(c.Name, endpoint, ca),
 		caSource: caSource,
+		ca:       ca,
+		labels:   len(c.Labels),
 	}, nil
 }
 

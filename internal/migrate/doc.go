@@ -14,5 +14,11 @@
 //
 // Nothing here writes to a member cluster, nor reads one: the copies KubeFed
 // placed are adopted by Fedwarden's controller-manager, which records a copy
-// that equals what it would render without writing it.
+// that equals what it would render without writing it. The one exception is
+// Options.Rejoin (--rejoin): before anything changes on the host, the
+// handover creates Fedwarden's own identity in each member, as `fedwarden
+// join` does (through the Host's Rejoiner), with KubeFed's token or a
+// member kubeconfig's context, and the FederatedClusters then use it
+// instead of KubeFed's Secrets, which are left as they are for Rollback.
+// Rollback leaves that identity in the members.
 package migrate

@@ -18,9 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/config/admission"
 	"github.com/fedwarden/fedwarden/config/crd"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 // FieldManager owns what the handover applies.
@@ -41,6 +43,9 @@ type Host struct {
 	StopTimeout time.Duration
 	// Timeout bounds each other wait (CRDs Established or gone).
 	Timeout time.Duration
+	// Rejoin creates Fedwarden's identity in the members: needed by a plan
+	// made with Options.Rejoin only.
+	Rejoin *Rejoiner
 }
 
 // progress prints one line of what was done.
@@ -50,7 +55,9 @@ func (h *Host) progress(format string, args ...any) {
 
 // Handover runs plan p: it stops KubeFed, saves what it changes, and puts
 // Fedwarden's CRDs, FederatedTypeConfigs and FederatedClusters in place. It
-// writes nothing to a member cluster. A plan with blockers is refused.
+// writes nothing to a member cluster, unless p re-joins the members: then
+// it first creates Fedwarden's identity in each, before anything changes
+// on the host. It never writes to a copy. A plan with blockers is refused.
 func (h *Host) Handover(ctx context.Context, p *Plan) error {
 	if len(p.Blockers) > 0 {
 		return fmt.Errorf("the migration is blocked: %d finding(s) to fix first (see --dry-run)", len(p.Blockers))
@@ -63,11 +70,33 @@ func (h *Host) Handover(ctx context.Context, p *Plan) error {
 	if err != nil {
 		return err
 	}
+	if p.Rejoin {
+		// A handover that ran already would refuse to save its state below:
+		// find out before writing to the members.
+		saved, err := loadState(ctx, c, p.Inventory.Namespace)
+		if err != nil {
+			return err
+		}
+		if saved != nil {
+			return fmt.Errorf("ConfigMap %s/%s exists: a handover from KubeFed ran already on this host; "+
+				"run 'fedwarden migrate kubefed --rollback' to put KubeFed back first", p.Inventory.Namespace, StateConfigMap)
+		}
+	}
+	tokens, err := h.createIdentities(ctx, p)
+	if err != nil {
+		return err
+	}
+	for _, m := range p.clusters {
+		if m.rejoin != nil {
+			st.Rejoined = append(st.Rejoined, m.cluster.Name)
+		}
+	}
 	if err := saveState(ctx, c, p.Inventory.Namespace, st); err != nil {
 		return err
 	}
 	h.progress("saved KubeFed's webhook configurations, %d CRDs and %d FederatedTypeConfigs in ConfigMap %s/%s", len(st.CRDs), len(st.TypeConfigs), p.Inventory.Namespace, StateConfigMap)
-	phases := []func(context.Context, *Plan, *state) error{h.stopKubeFed, h.deleteWebhooks, h.replaceCRDs, h.clearStatus, h.createTypeConfigs, h.createClusters}
+	phases := []func(context.Context, *Plan, *state) error{h.stopKubeFed, h.deleteWebhooks, h.replaceCRDs, h.clearStatus, h.createTypeConfigs,
+		func(ctx context.Context, p *Plan, _ *state) error { return h.createClusters(ctx, p, tokens) }}
 	for _, phase := range phases {
 		if err := phase(ctx, p, st); err != nil {
 			return fmt.Errorf("%w; what was saved is in ConfigMap %s/%s: 'fedwarden migrate kubefed --rollback' puts KubeFed back", err, p.Inventory.Namespace, StateConfigMap)
@@ -345,16 +374,25 @@ func (h *Host) createTypeConfigs(ctx context.Context, p *Plan, _ *state) error {
 	return nil
 }
 
-// createClusters binds each KubeFedCluster's Secret to its cluster and
-// creates its FederatedCluster. The Secret's data is neither read out nor
-// changed: only its annotations are patched.
-func (h *Host) createClusters(ctx context.Context, p *Plan, _ *state) error {
+// createClusters creates a FederatedCluster per KubeFedCluster. One that
+// keeps KubeFed's identity uses KubeFed's Secret, bound to it: the
+// Secret's data is neither read out nor changed, only its annotations are
+// patched. One re-joined uses a credentials Secret holding the token of
+// Fedwarden's identity, created and bound as `fedwarden join` does, and
+// owned by the FederatedCluster; KubeFed's Secret is left as it is.
+func (h *Host) createClusters(ctx context.Context, p *Plan, tokens map[string][]byte) error {
 	c, err := h.NewClient()
 	if err != nil {
 		return err
 	}
 	ns := p.Inventory.Namespace
 	for _, m := range p.clusters {
+		if m.rejoin != nil {
+			if err := h.createRejoinedCluster(ctx, c, m, tokens[m.cluster.Name]); err != nil {
+				return err
+			}
+			continue
+		}
 		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": m.binding}})
 		if err != nil {
 			return err
@@ -368,5 +406,44 @@ func (h *Host) createClusters(ctx context.Context, p *Plan, _ *state) error {
 		}
 		h.progress("created FederatedCluster %s (endpoint %s, Secret %s/%s bound to it)", m.cluster.Name, m.cluster.Spec.APIEndpoint, ns, m.secret)
 	}
+	return nil
+}
+
+// ownerFieldManager owns the owner reference of a re-joined cluster's
+// credentials Secret, as `fedwarden join` gives it a manager of its own.
+const ownerFieldManager = FieldManager + "-owner"
+
+// createRejoinedCluster creates the credentials Secret holding token and
+// the FederatedCluster of m that uses it, then makes the FederatedCluster
+// own the Secret.
+func (h *Host) createRejoinedCluster(ctx context.Context, c client.Client, m *clusterMapping, token []byte) error {
+	if len(token) == 0 {
+		return fmt.Errorf("cluster %s: no token of Fedwarden's identity", m.cluster.Name)
+	}
+	spec := m.rejoin.spec
+	objs := registration.NewHost(spec, registration.Credentials{Token: token, CA: m.ca})
+	if err := apply(ctx, c, objs.Credentials); err != nil {
+		return err
+	}
+	cluster := m.cluster.DeepCopy()
+	cluster.Spec.SecretRef = &corev1beta1.LocalSecretReference{Name: objs.Credentials.Name}
+	if err := apply(ctx, c, cluster); err != nil {
+		return err
+	}
+	applied := &corev1beta1.FederatedCluster{}
+	if err := c.Get(ctx, client.ObjectKey{Name: cluster.Name}, applied); err != nil {
+		return fmt.Errorf("reading FederatedCluster %s: %w", cluster.Name, err)
+	}
+	owner, err := runtime.DefaultUnstructuredConverter.ToUnstructured(registration.CredentialsOwner(spec, applied))
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: owner}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ownerFieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("making FederatedCluster %s the owner of Secret %s/%s: %w", cluster.Name, spec.Namespace, objs.Credentials.Name, err)
+	}
+	h.progress("created FederatedCluster %s (endpoint %s, Secret %s/%s of Fedwarden's identity bound to it; KubeFed's Secret %s left as it is)",
+		cluster.Name, cluster.Spec.APIEndpoint, spec.Namespace, objs.Credentials.Name, m.secret)
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 // StateConfigMap is the ConfigMap of the control-plane namespace in which
@@ -22,6 +23,23 @@ type Options struct {
 	// is to run with: Alert, so that the first drift report can be read
 	// before anything is healed.
 	DefaultRemediation typesv1beta1.Remediation
+	// Rejoin creates Fedwarden's own identity in each member, as
+	// `fedwarden join` does, and points the FederatedClusters at it,
+	// instead of keeping KubeFed's.
+	Rejoin bool
+	// MemberKubeconfig names the kubeconfig whose contexts, named after
+	// the clusters, create Fedwarden's identity in their member (Rejoin
+	// only); a cluster without a context there uses KubeFed's token.
+	MemberKubeconfig string
+	// MemberContexts are the contexts of MemberKubeconfig.
+	MemberContexts []string
+	// PropagateRBAC grants Fedwarden's identity bind and escalate on roles
+	// and clusterroles, as `fedwarden join --propagate-rbac` (Rejoin only).
+	PropagateRBAC bool
+	// Resources limits the rights of Fedwarden's identity to these
+	// resources, as `fedwarden join --resources` (Rejoin only); empty
+	// means every resource the member serves.
+	Resources []registration.Resource
 }
 
 // Plan is what the handover will do and what it cannot carry over.
@@ -34,9 +52,15 @@ type Plan struct {
 	NotCarriedOver []Finding `json:"notCarriedOver"`
 	// Blockers stop the handover until they are fixed.
 	Blockers []Finding `json:"blockers,omitempty"`
+	// Notes say what else matters: whose identity Fedwarden uses in the
+	// members, and why.
+	Notes []Finding `json:"notes,omitempty"`
 	// ControllerManagerArgs are the flags to start Fedwarden's
 	// controller-manager with, after the handover.
 	ControllerManagerArgs []string `json:"controllerManagerArgs"`
+	// Rejoin is set when the handover creates Fedwarden's own identity in
+	// each member (--rejoin).
+	Rejoin bool `json:"rejoin,omitempty"`
 
 	clusters []*clusterMapping
 	types    []*typeMapping
@@ -76,7 +100,11 @@ type typeMapping struct {
 
 // NewPlan decides, from the inventory alone, what the handover does.
 func NewPlan(inv *Inventory, o Options) *Plan {
-	p := &Plan{Inventory: inv}
+	p := &Plan{Inventory: inv, Rejoin: o.Rejoin}
+	p.mapClusters(o)
+	if o.Rejoin {
+		p.planRejoin()
+	}
 	p.add("save", "ConfigMap "+inv.Namespace+"/"+StateConfigMap,
 		"KubeFed's webhook configurations, FederatedTypeConfigs and the CRDs replaced below, and the Deployment's replicas: what --rollback puts back")
 	p.planStop()
@@ -85,6 +113,7 @@ func NewPlan(inv *Inventory, o Options) *Plan {
 	}
 	p.planTypes()
 	p.planClusters()
+	p.identityNotes(o)
 	args, lost := configPlan(inv.Config)
 	p.NotCarriedOver = append(p.NotCarriedOver, lost...)
 	if inv.PropagatedVersions > 0 {
@@ -198,22 +227,45 @@ func crdDiffers(crd *apiextensionsv1.CustomResourceDefinition, typ federatedtype
 	return ""
 }
 
-// planClusters plans a FederatedCluster per KubeFedCluster.
-func (p *Plan) planClusters() {
+// mapClusters maps each KubeFedCluster to a FederatedCluster, and, with
+// o.Rejoin, plans re-joining it with Fedwarden's identity.
+func (p *Plan) mapClusters(o Options) {
 	inv := p.Inventory
 	if len(inv.Clusters) == 0 {
 		p.block("KubeFed in namespace "+inv.Namespace, "it has no KubeFedCluster: there is no federation to take over")
 	}
 	for _, c := range inv.Clusters {
 		m, blockers := mapCluster(c)
+		if len(blockers) == 0 && o.Rejoin {
+			m.rejoin, blockers = mapRejoin(c, m, inv.Namespace, o)
+		}
 		if len(blockers) > 0 {
 			p.Blockers = append(p.Blockers, blockers...)
 			continue
 		}
 		p.clusters = append(p.clusters, m)
-		p.add("annotate", "Secret "+inv.Namespace+"/"+m.secret,
+	}
+}
+
+// planClusters plans a FederatedCluster per KubeFedCluster, using
+// KubeFed's Secret, or, re-joined, Fedwarden's own.
+func (p *Plan) planClusters() {
+	ns := p.Inventory.Namespace
+	for _, m := range p.clusters {
+		name := m.cluster.Name
+		labels := m.labels
+		if m.rejoin != nil {
+			secret := registration.CredentialsSecretName(name)
+			p.add("create", "Secret "+ns+"/"+secret,
+				fmt.Sprintf("the token of ServiceAccount %s/%s of cluster %s, bound to that cluster, endpoint %s and the CA of %s (%s), as `fedwarden join` binds it; not printed",
+					ns, registration.ServiceAccountName(name), name, m.cluster.Spec.APIEndpoint, m.caSource, m.binding[corev1beta1.AnnotationCredentialsCA]))
+			p.add("create", "FederatedCluster "+name, fmt.Sprintf("endpoint %s, Secret %s (Fedwarden's identity; KubeFed's Secret %s and its ServiceAccount in the member are left as they are), %d labels",
+				m.cluster.Spec.APIEndpoint, secret, m.secret, labels))
+			continue
+		}
+		p.add("annotate", "Secret "+ns+"/"+m.secret,
 			fmt.Sprintf("bind its token to cluster %s, endpoint %s and the CA of %s (%s); its content is not read out nor changed",
-				c.Name, m.cluster.Spec.APIEndpoint, m.caSource, m.binding[corev1beta1.AnnotationCredentialsCA]))
-		p.add("create", "FederatedCluster "+c.Name, fmt.Sprintf("endpoint %s, Secret %s (KubeFed's identity in the member is kept), %d labels", m.cluster.Spec.APIEndpoint, m.secret, len(c.Labels)))
+				name, m.cluster.Spec.APIEndpoint, m.caSource, m.binding[corev1beta1.AnnotationCredentialsCA]))
+		p.add("create", "FederatedCluster "+name, fmt.Sprintf("endpoint %s, Secret %s (KubeFed's identity in the member is kept), %d labels", m.cluster.Spec.APIEndpoint, m.secret, labels))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 // errNothingToRollBack: there is no saved state.
@@ -38,7 +39,10 @@ type RollbackOptions struct {
 // configurations, and its controller-manager's replicas. Fedwarden's
 // controller-manager must be stopped first: Rollback waits until its leader
 // Lease is idle. Member copies are not touched; the FederatedClusters and
-// the Secrets' binding annotations are left, as KubeFed ignores them.
+// the Secrets' binding annotations are left, as KubeFed ignores them. So is
+// Fedwarden's own identity in the members that the handover re-joined
+// (--rejoin), with its credentials Secret on the host: Rollback writes to
+// no member, and KubeFed's own identity was left as it was.
 func (h *Host) Rollback(ctx context.Context, o RollbackOptions) error {
 	c, err := h.NewClient()
 	if err != nil {
@@ -63,6 +67,11 @@ func (h *Host) Rollback(ctx context.Context, o RollbackOptions) error {
 	}
 	if err := h.restartKubeFed(ctx, o.Namespace, st); err != nil {
 		return err
+	}
+	for _, name := range st.Rejoined {
+		h.progress("left Fedwarden's identity in cluster %s (ServiceAccount %s/%s, ClusterRole and ClusterRoleBinding %s) and Secret %s/%s: "+
+			"KubeFed uses its own; remove them with 'fedwarden unjoin %s --cluster-context CONTEXT' once KubeFed is to stay", name, o.Namespace, registration.ServiceAccountName(name),
+			registration.ClusterRoleName(name), o.Namespace, registration.CredentialsSecretName(name), name)
 	}
 	c, err = h.NewClient()
 	if err != nil {

@@ -34,6 +34,9 @@ type state struct {
 	CRDs []map[string]any `json:"crds,omitempty"`
 	// TypeConfigs are KubeFed's (namespaced) FederatedTypeConfigs.
 	TypeConfigs []map[string]any `json:"typeConfigs,omitempty"`
+	// Rejoined names the clusters given Fedwarden's own identity
+	// (--rejoin), which Rollback leaves in place.
+	Rejoined []string `json:"rejoined,omitempty"`
 }
 
 // stored returns obj as it is saved: without the fields the server sets.

@@ -7,19 +7,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/manifest"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/migrate"
+	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
 // ExitBlocked is the exit code of a migration that findings block (the
@@ -37,10 +43,15 @@ type options struct {
 	stopTimeout        time.Duration
 	timeout            time.Duration
 	fedwardenLease     string
+	rejoin             bool
+	memberKubeconfig   string
+	propagateRBAC      bool
+	resources          []string
 }
 
 const long = `Migrate kubefed moves the host cluster from KubeFed v0.10.0 to Fedwarden, writing
-nothing to any member cluster.
+nothing to any member cluster (with --rejoin, nothing but Fedwarden's own identity
+there: never a propagated copy).
 
 It first reads KubeFed's install in --namespace: its KubeFedConfig, KubeFedClusters
 and their Secrets (only the names of their keys: no credential is printed),
@@ -61,6 +72,27 @@ Without --dry-run it hands over:
      installs Fedwarden's other CRDs and admission policies;
   5. creates a FederatedCluster per KubeFedCluster, using KubeFed's Secret, whose
      token it binds to that cluster, endpoint and CA (annotations only).
+
+By default Fedwarden keeps KubeFed's identity in each member: the token of the
+KubeFedCluster's Secret, whose ServiceAccount kubefedctl join bound to a
+ClusterRole granting every verb on every resource, as much as cluster-admin.
+--rejoin gives Fedwarden its own, least-privilege identity instead: before
+anything changes on the host, it creates in each member, exactly as
+'fedwarden join' does, the ServiceAccount fedwarden-NAME, its token Secret
+fedwarden-NAME-token, and the ClusterRole and ClusterRoleBinding
+fedwarden:member:NAME (rights on every top-level resource the member serves,
+or on those of --resources, no subresources, nothing bound to cluster-admin;
+--propagate-rbac adds bind and escalate on roles and clusterroles, as much as
+cluster-admin). It creates
+them with KubeFed's token for that cluster or, with --member-kubeconfig FILE,
+with the credentials of the context of FILE named after the cluster; either
+way it reaches the member at the KubeFedCluster's endpoint and verifies it with
+the KubeFedCluster's CA bundle. Step 5 then creates the host Secret
+fedwarden-NAME-credentials holding the new token, bound to the cluster as join
+binds it, and the FederatedCluster uses it. KubeFed's Secret and its
+ServiceAccount in the member are left as they are, for --rollback. No token is
+printed; --dry-run --rejoin names what would be created and creates nothing.
+
 Then start Fedwarden's controller-manager with the flags the command prints:
 they carry over the KubeFedConfig settings that have a Fedwarden equivalent, and
 --default-remediation (Alert unless told otherwise), so that the first drift
@@ -74,7 +106,8 @@ a CRD whose scope or stored versions differ...) stops it before any change.
 --rollback puts KubeFed back once Fedwarden's controller-manager is stopped (it
 waits until Fedwarden's leader Lease is no longer renewed): KubeFed's CRDs,
 FederatedTypeConfigs and webhook configurations, and its Deployment's replicas.
-Member copies are not touched.
+Member copies are not touched, nor is Fedwarden's identity that --rejoin created
+in the members: 'fedwarden unjoin NAME --cluster-context CONTEXT' removes it.
 
 Exit codes: 0 done (or planned), 1 error, 2 bad flags, 3 blocked by findings.`
 
@@ -86,6 +119,12 @@ const example = `  # Preview: what is there, what will be done, what is not carr
 
   # Hand over, then start Fedwarden's controller-manager as printed
   fedwarden migrate kubefed
+
+  # Hand over, giving Fedwarden its own least-privilege identity in each member,
+  # created with KubeFed's token, or with the contexts of members.kubeconfig
+  # named after the clusters
+  fedwarden migrate kubefed --rejoin --dry-run
+  fedwarden migrate kubefed --rejoin --member-kubeconfig members.kubeconfig
 
   # Undo the handover (stop Fedwarden's controller-manager first)
   fedwarden migrate kubefed --rollback`
@@ -122,6 +161,10 @@ func newKubeFedCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.defaultRemediation, "default-remediation", string(typesv1beta1.RemediationAlert), "the --default-remediation to start Fedwarden's controller-manager with: Alert (report drift only) or Enforce")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 2*time.Minute, "how long to wait for KubeFed's controller-manager (--rollback: Fedwarden's) to stop renewing its leader lock")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for any one request, and for a CRD to be Established or gone")
+	f.BoolVar(&o.rejoin, "rejoin", false, "give Fedwarden its own least-privilege identity in each member, as 'fedwarden join' does, instead of keeping KubeFed's")
+	f.StringVar(&o.memberKubeconfig, "member-kubeconfig", "", "--rejoin: kubeconfig whose contexts, named after the clusters, create Fedwarden's identity in them (default, and for a cluster without a context: KubeFed's token)")
+	f.BoolVar(&o.propagateRBAC, "propagate-rbac", false, "--rejoin: also grant bind and escalate on roles and clusterroles, as 'fedwarden join --propagate-rbac'; this amounts to cluster-admin on the member")
+	f.StringSliceVar(&o.resources, "resources", nil, "--rejoin: only grant Fedwarden's identity rights on these resources, as resource[.group], as 'fedwarden join --resources' (default every resource the member serves)")
 	f.StringVar(&o.fedwardenLease, "fedwarden-leader-election-id", "fedwarden-controller-manager", "--rollback: the leader Lease of Fedwarden's controller-manager (its --leader-election-id)")
 	return cmd
 }
@@ -135,6 +178,21 @@ func (o *options) validate() error {
 	}
 	if o.dryRun && o.rollback {
 		errs = append(errs, errors.New("--dry-run and --rollback do not go together"))
+	}
+	if o.rejoin && o.rollback {
+		errs = append(errs, errors.New("--rejoin and --rollback do not go together: --rollback leaves Fedwarden's identity in the members"))
+	}
+	if !o.rejoin && o.memberKubeconfig != "" {
+		errs = append(errs, errors.New("--member-kubeconfig needs --rejoin: only re-joining uses the members' credentials"))
+	}
+	if !o.rejoin && o.propagateRBAC {
+		errs = append(errs, errors.New("--propagate-rbac needs --rejoin: without it Fedwarden keeps KubeFed's identity"))
+	}
+	if !o.rejoin && len(o.resources) > 0 {
+		errs = append(errs, errors.New("--resources needs --rejoin: without it Fedwarden keeps KubeFed's identity"))
+	}
+	if _, err := registration.ParseResources(o.resources); err != nil {
+		errs = append(errs, fmt.Errorf("--resources: %w", err))
 	}
 	switch typesv1beta1.Remediation(o.defaultRemediation) {
 	case typesv1beta1.RemediationAlert, typesv1beta1.RemediationEnforce:
@@ -168,7 +226,11 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
-	plan := migrate.NewPlan(inv, migrate.Options{DefaultRemediation: typesv1beta1.Remediation(o.defaultRemediation)})
+	opts, err := o.planOptions()
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	plan := migrate.NewPlan(inv, opts)
 	if o.dryRun {
 		if err := printPlan(s.Out, plan, o.output); err != nil {
 			return err
@@ -178,6 +240,9 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := blocked(plan); err != nil {
 		printFindings(s.ErrOut, "Blockers (fix these, then run the migration again)", plan.Blockers)
 		return err
+	}
+	if o.rejoin {
+		host.Rejoin = rejoiner(s, o)
 	}
 	if err := host.Handover(ctx, plan); err != nil {
 		return err
@@ -212,4 +277,46 @@ func newHost(s streams.IO, cluster *kubeconfig.Cluster, o *options) (*migrate.Ho
 		StopTimeout: o.stopTimeout,
 		Timeout:     o.timeout,
 	}, nil
+}
+
+// planOptions returns the choices that shape the plan; with
+// --member-kubeconfig, it reads the names of its contexts.
+func (o *options) planOptions() (migrate.Options, error) {
+	opts := migrate.Options{
+		DefaultRemediation: typesv1beta1.Remediation(o.defaultRemediation),
+		Rejoin:             o.rejoin,
+		MemberKubeconfig:   o.memberKubeconfig,
+		PropagateRBAC:      o.propagateRBAC,
+	}
+	var err error
+	if opts.Resources, err = registration.ParseResources(o.resources); err != nil {
+		return opts, fmt.Errorf("--resources: %w", err)
+	}
+	if o.memberKubeconfig == "" {
+		return opts, nil
+	}
+	raw, err := clientcmd.LoadFromFile(o.memberKubeconfig)
+	if err != nil {
+		return opts, fmt.Errorf("--member-kubeconfig: %w", err)
+	}
+	opts.MemberContexts = slices.Sorted(maps.Keys(raw.Contexts))
+	return opts, nil
+}
+
+// rejoiner creates Fedwarden's identity in a member as `fedwarden join`
+// does, its progress on stderr.
+func rejoiner(s streams.IO, o *options) *migrate.Rejoiner {
+	return &migrate.Rejoiner{
+		MemberConfig: func(context string) (*rest.Config, error) {
+			c, err := kubeconfig.Load(kubeconfig.Source{Path: o.memberKubeconfig, Context: context, PathFlag: "--member-kubeconfig"})
+			if err != nil {
+				return nil, err
+			}
+			return c.Config, nil
+		},
+		CreateIdentity: func(ctx context.Context, cfg *rest.Config, spec registration.Spec) ([]byte, error) {
+			member := &kubeconfig.Cluster{Config: cfg, Context: spec.Name, Server: cfg.Host, CAData: cfg.CAData}
+			return join.CreatePushIdentity(ctx, member, spec, s.ErrOut, o.timeout)
+		},
+	}
 }

@@ -20,6 +20,11 @@ func TestUsageErrors(t *testing.T) {
 		{name: "bad remediation", args: []string{"--default-remediation", "Heal"}, wantErr: `--default-remediation must be Enforce or Alert, not "Heal"`},
 		{name: "bad stop timeout", args: []string{"--stop-timeout", "0s"}, wantErr: "--stop-timeout"},
 		{name: "an argument", args: []string{"extra"}, wantErr: "extra"},
+		{name: "rejoin and rollback", args: []string{"--rejoin", "--rollback"}, wantErr: "--rejoin and --rollback do not go together"},
+		{name: "member kubeconfig without rejoin", args: []string{"--member-kubeconfig", kc}, wantErr: "--member-kubeconfig needs --rejoin"},
+		{name: "resources without rejoin", args: []string{"--resources", "configmaps"}, wantErr: "--resources needs --rejoin"},
+		{name: "bad resources", args: []string{"--rejoin", "--resources", "Config_Maps"}, wantErr: `resource "Config_Maps" is not valid`},
+		{name: "propagate RBAC without rejoin", args: []string{"--propagate-rbac"}, wantErr: "--propagate-rbac needs --rejoin"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

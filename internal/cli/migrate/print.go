@@ -36,6 +36,7 @@ func printPlan(w io.Writer, p *migrate.Plan, format string) error {
 	}
 	_ = tw.Flush()
 	printFindings(w, "\nNot carried over", p.NotCarriedOver)
+	printFindings(w, "\nNotes", p.Notes)
 	printFindings(w, "\nBlockers (the migration refuses to run until they are fixed)", p.Blockers)
 	fmt.Fprintln(w, "\nThen start Fedwarden's controller-manager with:")
 	fmt.Fprintf(w, "  fedwarden controller-manager %s\n", strings.Join(p.ControllerManagerArgs, " "))
@@ -107,6 +108,11 @@ func printNext(w io.Writer, p *migrate.Plan, kubeconfig string) {
 	fmt.Fprintf(w, "  fedwarden controller-manager --kubeconfig %s %s\n\n", kubeconfig, strings.Join(p.ControllerManagerArgs, " "))
 	fmt.Fprintf(w, "or, with the Helm chart:\n\n  helm install fedwarden deploy/helm/fedwarden --namespace %s --skip-crds --set %s\n\n",
 		p.Inventory.Namespace, strings.Join(helmValues(p.ControllerManagerArgs), ","))
+	if p.Rejoin {
+		fmt.Fprintln(w, "Each FederatedCluster uses Fedwarden's own identity in its member. KubeFed's Secrets and ServiceAccounts are left as they")
+		fmt.Fprintln(w, "are, for --rollback: remove them once you are sure (docs/migrate-from-kubefed.md).")
+		fmt.Fprintln(w)
+	}
 	fmt.Fprintln(w, "It adopts the copies KubeFed placed without writing them; a copy that differs is reported as drift:")
 	fmt.Fprintln(w, "kubectl get cpv -A, fedwarden drift -A. To go back: stop it, then run 'fedwarden migrate kubefed --rollback'.")
 }
