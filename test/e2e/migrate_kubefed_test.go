@@ -71,6 +71,7 @@ func sampleCopies() []copyRef {
 // propagates through Fedwarden; --rollback gives KubeFed back a
 // federation it drives.
 func TestMigrateFromKubeFed(t *testing.T) {
+	t.Parallel()
 	skipInShortMode(t)
 	kubectlPath(t)
 	binDir, err := localfed.BinDir()

@@ -41,6 +41,7 @@ const kubefedServiceAccount = "system:serviceaccount:kube-system:kubefed-test"
 // Secrets are untouched, and --rollback, which leaves Fedwarden's
 // identity in place, gives KubeFed back a federation it drives.
 func TestMigrateFromKubeFedRejoin(t *testing.T) {
+	t.Parallel()
 	skipInShortMode(t)
 	kubectlPath(t)
 	binDir, err := localfed.BinDir()
