@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +23,7 @@ import (
 // cloudEventReceiver is a webhook on 127.0.0.1 that keeps the CloudEvents
 // it is sent.
 type cloudEventReceiver struct {
-	*httptest.Server
+	*webhook
 	mu     sync.Mutex
 	events []receivedEvent
 }
@@ -37,7 +37,7 @@ type receivedEvent struct {
 func newCloudEventReceiver(t *testing.T) *cloudEventReceiver {
 	t.Helper()
 	r := &cloudEventReceiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+	r.webhook = startWebhook(t, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		raw, _ := io.ReadAll(req.Body)
 		var ev notify.CloudEvent
 		if err := json.Unmarshal(raw, &ev); err != nil {
@@ -49,9 +49,30 @@ func newCloudEventReceiver(t *testing.T) *cloudEventReceiver {
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusAccepted)
 	}))
-	t.Cleanup(r.Close)
 	return r
 }
+
+// webhook is an HTTP server on a free port of 127.0.0.1, as a user's
+// receiver would be, stopped when the test ends (or by Close).
+type webhook struct {
+	URL    string
+	server *http.Server
+}
+
+func startWebhook(t *testing.T, h http.Handler) *webhook {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &webhook{URL: "http://" + ln.Addr().String(), server: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { _ = w.server.Serve(ln) }()
+	t.Cleanup(w.Close)
+	return w
+}
+
+// Close stops the server and drops its open connections.
+func (w *webhook) Close() { _ = w.server.Close() }
 
 // waitFor waits for an event of kind about the copy of namespace/name.
 func (r *cloudEventReceiver) waitFor(t *testing.T, kind notify.Kind, namespace, name string) receivedEvent {
@@ -76,12 +97,11 @@ func (r *cloudEventReceiver) waitFor(t *testing.T, kind notify.Kind, namespace, 
 
 // newHungSink is a webhook on 127.0.0.1 that accepts connections and never
 // answers, until the test ends.
-func newHungSink(t *testing.T) *httptest.Server {
+func newHungSink(t *testing.T) *webhook {
 	t.Helper()
 	release := make(chan struct{})
-	s := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
-	t.Cleanup(func() { close(release); s.Close() })
-	return s
+	t.Cleanup(func() { close(release) })
+	return startWebhook(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-release }))
 }
 
 // A hand edit in a member reaches a webhook as a CloudEvent naming the
