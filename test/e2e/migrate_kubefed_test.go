@@ -73,44 +73,8 @@ func sampleCopies() []copyRef {
 func TestMigrateFromKubeFed(t *testing.T) {
 	t.Parallel()
 	skipInShortMode(t)
-	kubectlPath(t)
-	binDir, err := localfed.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bed, err := localfed.Start(t.Context(), localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	tokens, err := fedtest.KubeFedSetup(t.Context(), binDir, bed, kubefedKinds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kf, err := fedtest.StartKubeFed(binDir, bed.Host.Kubeconfig, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubefedRunning := true
-	t.Cleanup(func() {
-		if kubefedRunning {
-			kf.Stop()
-		}
-	})
-	if err := fedtest.WaitKubeFedClustersReady(t.Context(), bed, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	applySample1(t, bed)
-	members := []*rest.Config{bed.Members[0].Config, bed.Members[1].Config}
-	waitForCopies(t, members, "KubeFed to place sample1 in both members")
-	host := newClient(t, bed.Host.Config)
-	addKubeFedWebhook(t, host)
-	addKubeFedDeployment(t, host)
+	k := startKubeFedBed(t)
+	bed, tokens, dir, members, host := k.bed, k.tokens, k.dir, k.members, k.host
 
 	// A cluster whose TLS verification KubeFed skips blocks the migration,
 	// which then changes nothing.
@@ -125,8 +89,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 
 	// KubeFed stops (a process here, so the test ends it; in a cluster the
 	// command scales its Deployment), and someone edits a copy by hand.
-	kf.Stop()
-	kubefedRunning = false
+	k.stopKubeFed()
 	kubectl(t, bed.Members[0].Kubeconfig, "-n", "test-namespace", "patch", "configmap", "test-configmap", "--type=merge", "-p", `{"data":{"A":"edited by hand"}}`)
 	copiesBefore := memberFingerprints(t, members)
 
@@ -192,11 +155,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 	t.Logf("migrate kubefed --rollback:\n%s", r)
 	checkRolledBack(t, host)
 	checkKubeFedReplicas(t, host, 1)
-	kf, err = fedtest.StartKubeFed(binDir, bed.Host.Kubeconfig, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubefedRunning = true
+	k.startKubeFed(t)
 	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"from kubefed"}}}}`)
 	mc := newClient(t, members[0])
 	eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
@@ -557,5 +516,72 @@ func checkRolledBack(t *testing.T, c client.Client) {
 	}
 	if len(l.Items) != len(kubefedKinds) {
 		t.Errorf("%d of KubeFed's FederatedTypeConfigs are back, want %d", len(l.Items), len(kubefedKinds))
+	}
+}
+
+// kubefedBed is a localfed host with members cluster1 and cluster2 on
+// which real KubeFed v0.10.0 runs and has placed sample1, with a webhook
+// configuration and a Deployment of KubeFed's on the host as an install
+// in a cluster has them: where a migration starts.
+type kubefedBed struct {
+	bed     *localfed.Federation
+	binDir  string
+	dir     string
+	tokens  map[string]string // each member's KubeFed token
+	members []*rest.Config
+	host    client.Client
+	kf      *fedtest.KubeFed // nil while stopped
+}
+
+func startKubeFedBed(t *testing.T) *kubefedBed {
+	t.Helper()
+	kubectlPath(t)
+	binDir, err := localfed.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bed, err := localfed.Start(t.Context(), localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
+	if err != nil {
+		t.Fatalf("starting a test bed: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := bed.Stop(); err != nil {
+			t.Errorf("stopping the test bed: %v", err)
+		}
+	})
+	tokens, err := fedtest.KubeFedSetup(t.Context(), binDir, bed, kubefedKinds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kubefedBed{bed: bed, binDir: binDir, dir: t.TempDir(), tokens: tokens,
+		members: []*rest.Config{bed.Members[0].Config, bed.Members[1].Config}}
+	k.startKubeFed(t)
+	t.Cleanup(k.stopKubeFed)
+	if err := fedtest.WaitKubeFedClustersReady(t.Context(), bed, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	applySample1(t, bed)
+	waitForCopies(t, k.members, "KubeFed to place sample1 in both members")
+	k.host = newClient(t, bed.Host.Config)
+	addKubeFedWebhook(t, k.host)
+	addKubeFedDeployment(t, k.host)
+	return k
+}
+
+// startKubeFed runs KubeFed's controller-manager.
+func (k *kubefedBed) startKubeFed(t *testing.T) {
+	t.Helper()
+	kf, err := fedtest.StartKubeFed(k.binDir, k.bed.Host.Kubeconfig, k.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.kf = kf
+}
+
+// stopKubeFed ends KubeFed's controller-manager, if it runs.
+func (k *kubefedBed) stopKubeFed() {
+	if k.kf != nil {
+		k.kf.Stop()
+		k.kf = nil
 	}
 }

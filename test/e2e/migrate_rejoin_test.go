@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/test/fedtest"
@@ -43,44 +42,8 @@ const kubefedServiceAccount = "system:serviceaccount:kube-system:kubefed-test"
 func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	t.Parallel()
 	skipInShortMode(t)
-	kubectlPath(t)
-	binDir, err := localfed.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bed, err := localfed.Start(t.Context(), localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	kubefedTokens, err := fedtest.KubeFedSetup(t.Context(), binDir, bed, kubefedKinds...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	kf, err := fedtest.StartKubeFed(binDir, bed.Host.Kubeconfig, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubefedRunning := true
-	t.Cleanup(func() {
-		if kubefedRunning {
-			kf.Stop()
-		}
-	})
-	if err := fedtest.WaitKubeFedClustersReady(t.Context(), bed, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	applySample1(t, bed)
-	members := []*rest.Config{bed.Members[0].Config, bed.Members[1].Config}
-	waitForCopies(t, members, "KubeFed to place sample1 in both members")
-	host := newClient(t, bed.Host.Config)
-	addKubeFedWebhook(t, host)
-	addKubeFedDeployment(t, host)
+	k := startKubeFedBed(t)
+	bed, kubefedTokens, dir, members, host := k.bed, k.tokens, k.dir, k.members, k.host
 	// The kubeconfig of cluster2 has one context, named cluster2: cluster1
 	// has none there, so its identity is created with KubeFed's token.
 	rejoinArgs := []string{"--rejoin", "--member-kubeconfig", bed.Members[1].Kubeconfig, "--host-kubeconfig", bed.Host.Kubeconfig}
@@ -95,8 +58,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		checkNoFedwardenIdentity(t, m, fmt.Sprintf("cluster%d", i+1))
 	}
 
-	kf.Stop()
-	kubefedRunning = false
+	k.stopKubeFed()
 	kubectl(t, bed.Members[0].Kubeconfig, "-n", "test-namespace", "patch", "configmap", "test-configmap", "--type=merge", "-p", `{"data":{"A":"edited by hand"}}`)
 	copiesBefore := memberFingerprints(t, members)
 	kubefedSecrets := kubefedSecretVersions(t, host)
@@ -191,11 +153,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	if diff := fingerprintDiff(kubefedSecrets, kubefedSecretVersions(t, host)); diff != "" {
 		t.Errorf("KubeFed's Secrets changed by the end: %s", diff)
 	}
-	kf, err = fedtest.StartKubeFed(binDir, bed.Host.Kubeconfig, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubefedRunning = true
+	k.startKubeFed(t)
 	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"from kubefed"}}}}`)
 	// sample1 overrides cluster2's data: the change shows in cluster1.
 	mc := newClient(t, members[0])
