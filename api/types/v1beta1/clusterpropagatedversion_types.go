@@ -183,6 +183,92 @@ type ClusterVersion struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Resync string `json:"resync,omitempty"`
+
+	// DriftHistory is the drift ledger of this cluster's copy: its last
+	// episodes out of InSync that have ended, oldest first (at most
+	// MaxDriftEpisodes). The episode going on, if any, is the entry's own
+	// state, changedPaths, changedBy and driftedSince.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	DriftHistory []DriftEpisode `json:"driftHistory,omitempty"`
+}
+
+// MaxDriftEpisodes is how many ended episodes an entry's driftHistory keeps.
+const MaxDriftEpisodes = 10
+
+// Resolution is what ended a drift episode.
+// +kubebuilder:validation:Enum=Enforce;Resync;TemplateChange;Returned
+type Resolution string
+
+const (
+	// ResolvedByEnforce: Fedwarden re-applied the copy, under the Enforce
+	// remediation or because it was behind (a missed update, an outage).
+	ResolvedByEnforce Resolution = "Enforce"
+	// ResolvedByResync: a new value of the federated resource's
+	// kubefed.io/resync annotation had the copy re-applied; the episode's
+	// resync holds that value.
+	ResolvedByResync Resolution = "Resync"
+	// ResolvedByTemplateChange: the template or overrides changed so that
+	// the copy, unwritten, matches them again (the drift was accepted).
+	ResolvedByTemplateChange Resolution = "TemplateChange"
+	// ResolvedByReturn: the copy came back to what the control plane wants
+	// by itself (an edit undone in the member, a cluster back from an
+	// outage with its copy current), with no write of Fedwarden's.
+	ResolvedByReturn Resolution = "Returned"
+)
+
+// DriftEpisode is one period a cluster's copy spent out of InSync.
+type DriftEpisode struct {
+	// Start is when the copy left InSync, or when the member event that
+	// revealed the drift arrived.
+	Start metav1.Time `json:"start"`
+
+	// End is when the copy was InSync again.
+	End metav1.Time `json:"end"`
+
+	// State is the state the copy was in when the episode ended.
+	State DriftState `json:"state"`
+
+	// ChangedPaths are the JSON pointers of the fields changed out of band
+	// (at most 20).
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +optional
+	ChangedPaths []string `json:"changedPaths,omitempty"`
+
+	// ChangedBy are the field managers that made those changes.
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	ChangedBy []string `json:"changedBy,omitempty"`
+
+	// Before are the versions the copy carried while it was out of InSync.
+	// +optional
+	Before EpisodeVersions `json:"before,omitempty"`
+
+	// After are the versions the copy was in sync with at the end.
+	// +optional
+	After EpisodeVersions `json:"after,omitempty"`
+
+	// ResolvedBy is what ended the episode.
+	ResolvedBy Resolution `json:"resolvedBy"`
+
+	// Resync is the kubefed.io/resync value acted on, for ResolvedBy
+	// Resync: the value a person or a policy (a Kyverno mutation, say) set.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Resync string `json:"resync,omitempty"`
+}
+
+// EpisodeVersions are a copy's template and override versions.
+type EpisodeVersions struct {
+	// TemplateVersion of the copy.
+	// +optional
+	TemplateVersion Version `json:"templateVersion,omitempty"`
+
+	// OverrideVersion of the copy.
+	// +optional
+	OverrideVersion Version `json:"overrideVersion,omitempty"`
 }
 
 // ClusterPropagatedVersionStatus is the control plane's version and each
