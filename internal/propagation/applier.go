@@ -62,6 +62,15 @@ func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1
 	return in
 }
 
+// actedResync is the kubefed.io/resync value this sync acts on, or "" when
+// it acts on none.
+func (in *syncInput) actedResync() string {
+	if in.force {
+		return in.resync
+	}
+	return ""
+}
+
 // syncAll syncs the placed clusters in parallel.
 func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, set clusterSet) []clusterResult {
 	results := make([]clusterResult, len(placed))

@@ -20,8 +20,9 @@ import (
 )
 
 // cpvStatus returns the ClusterPropagatedVersion status after a sync:
-// the current versions and an entry per cluster in results.
-func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Versions, placed int, results []clusterResult, generation int64, now metav1.Time) typesv1beta1.ClusterPropagatedVersionStatus {
+// the current versions and an entry per cluster in results. resync is the
+// kubefed.io/resync value the sync acted on, if it did.
+func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Versions, placed int, results []clusterResult, resync string, generation int64, now metav1.Time) typesv1beta1.ClusterPropagatedVersionStatus {
 	st := typesv1beta1.ClusterPropagatedVersionStatus{
 		TemplateVersion: v.Template, OverrideVersion: v.Override,
 		TemplateHash: v.TemplateHash, OverrideHash: v.OverrideHash,
@@ -36,7 +37,7 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 		if res.fromAgent && res.entry == nil {
 			continue // nothing reported yet
 		}
-		cv := clusterVersion(previous[res.name], res, v, now)
+		cv := clusterVersion(previous[res.name], res, v, resync, now)
 		if cv.State != typesv1beta1.InSync {
 			drifted++
 		}
@@ -57,8 +58,10 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 	return st
 }
 
-// clusterVersion is the CPV entry of one cluster.
-func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v render.Versions, now metav1.Time) typesv1beta1.ClusterVersion {
+// clusterVersion is the CPV entry of one cluster, its drift ledger
+// included; resync is the kubefed.io/resync value the sync acted on, if it
+// did.
+func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v render.Versions, resync string, now metav1.Time) typesv1beta1.ClusterVersion {
 	if res.fromAgent && res.entry != nil {
 		return *res.entry // the agent's to write
 	}
@@ -70,12 +73,15 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 		TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion,
 		ObservedGeneration: prev.ObservedGeneration,
 		Remediation:        res.remediation,
+		DriftHistory:       prev.DriftHistory,
+	}
+	if ep, ended := endedEpisode(prev, res, v, resync, now); ended {
+		cv.DriftHistory = withEpisode(prev.DriftHistory, ep)
 	}
 	if len(res.changes) > 0 {
-		cv.ChangedPaths, cv.ChangedBy = drift.Paths(res.changes)
-		if len(cv.ChangedBy) > 10 {
-			cv.ChangedBy = cv.ChangedBy[:10]
-		}
+		var managers []string
+		cv.ChangedPaths, managers = drift.Paths(res.changes)
+		cv.ChangedBy = bounded10(managers)
 	}
 	if res.object != nil {
 		// The resourceVersion is recorded when Fedwarden wrote the copy or

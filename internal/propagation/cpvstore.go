@@ -113,7 +113,7 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 // writeStatus writes the CPV status when it changed: the host applies
 // everything but the entries of Pull clusters, which their agents apply.
 func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
-	next := cpvStatus(cpv.Status, in.v, placed, results, generation, metav1.NewTime(s.now()))
+	next := cpvStatus(cpv.Status, in.v, placed, results, in.actedResync(), generation, metav1.NewTime(s.now()))
 	next.Resync = cpv.Status.Resync
 	if in.resync != "" {
 		next.Resync = in.resync
@@ -140,6 +140,9 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
 	}
 	s.own.record(applied)
+	for _, cv := range own.ClusterVersions {
+		observeEnded(in.previous[string(cv.ClusterName)], cv)
+	}
 	if err := s.removeLeftEntries(ctx, applied, in.joined); err != nil {
 		return err
 	}
@@ -151,7 +154,7 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 // after a sync of its cluster found res.
 func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, res clusterResult) error {
 	prev, recorded := in.previous[s.agent.cluster]
-	cv := clusterVersion(prev, res, in.v, metav1.NewTime(s.now()))
+	cv := clusterVersion(prev, res, in.v, in.actedResync(), metav1.NewTime(s.now()))
 	cv.Resync = prev.Resync
 	if in.resync != "" && (res.written || res.state == typesv1beta1.InSync) {
 		cv.Resync = in.resync
@@ -159,7 +162,11 @@ func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.Clust
 	if recorded && equality.Semantic.DeepEqual(prev, cv) {
 		return nil
 	}
-	return s.writeAgentEntry(ctx, client.ObjectKeyFromObject(cpv), &cv)
+	if err := s.writeAgentEntry(ctx, client.ObjectKeyFromObject(cpv), &cv); err != nil {
+		return err
+	}
+	observeEnded(prev, cv)
+	return nil
 }
 
 // writeAgentEntry writes the agent's entry of the CPV key (removes it when

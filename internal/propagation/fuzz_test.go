@@ -199,12 +199,15 @@ func FuzzCPVStatus(f *testing.F) {
 		}
 		v := render.Versions{Template: "4", Override: "2", TemplateHash: "t", OverrideHash: "o"}
 		now := metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
-		st := cpvStatus(old, v, int(placed), results, generation, now)
+		st := cpvStatus(old, v, int(placed), results, "", generation, now)
 
 		var names []string
 		drifted := int32(0)
 		for _, cv := range st.ClusterVersions {
 			names = append(names, string(cv.ClusterName))
+			if len(cv.DriftHistory) > typesv1beta1.MaxDriftEpisodes {
+				t.Fatalf("cluster %s keeps %d drift episodes; at most %d", cv.ClusterName, len(cv.DriftHistory), typesv1beta1.MaxDriftEpisodes)
+			}
 			if cv.State != typesv1beta1.InSync {
 				drifted++
 			}
@@ -222,7 +225,7 @@ func FuzzCPVStatus(f *testing.F) {
 		if !equality.Semantic.DeepEqual(written, st) {
 			t.Fatalf("the status reads back otherwise than written:\n%+v\n%+v", st, written)
 		}
-		if again := cpvStatus(written, v, int(placed), results, generation, now); !equality.Semantic.DeepEqual(again, st) {
+		if again := cpvStatus(written, v, int(placed), results, "", generation, now); !equality.Semantic.DeepEqual(again, st) {
 			t.Fatalf("merging again changed the status:\n%+v\n%+v", st, again)
 		}
 	})

@@ -63,7 +63,7 @@ func TestReportedByAgent(t *testing.T) {
 func TestCPVStatusKeepsAgentEntries(t *testing.T) {
 	entry := typesv1beta1.ClusterVersion{ClusterName: "edge", State: typesv1beta1.ModifiedOutOfBand, TemplateVersion: "1", OverrideVersion: "1", Resync: "r1", ChangedPaths: []string{"/spec/replicas"}}
 	res := reportedByAgent("edge", pullCluster("True"), entry, true, render.Versions{Template: "1", Override: "1"})
-	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{entry}}, render.Versions{Template: "1", Override: "1"}, 1, []clusterResult{res}, 1, metav1.Now())
+	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{entry}}, render.Versions{Template: "1", Override: "1"}, 1, []clusterResult{res}, "", 1, metav1.Now())
 	if len(st.ClusterVersions) != 1 || st.ClusterVersions[0].Resync != "r1" || st.ClusterVersions[0].ChangedPaths[0] != "/spec/replicas" {
 		t.Errorf("the agent's entry changed: %+v", st.ClusterVersions)
 	}

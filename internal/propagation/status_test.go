@@ -36,7 +36,7 @@ func TestCPVStatus(t *testing.T) {
 		applyFailed("a", errors.New("override 0 does not apply"), false),
 		unreachable("c", "cluster c is not Ready"),
 	}
-	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{}, v, 3, results, 5, t0)
+	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{}, v, 3, results, "", 5, t0)
 	if st.TemplateVersion != "2" || st.OverrideVersion != "3" || *st.ClusterCount != 3 || *st.DriftedClusters != 2 {
 		t.Fatalf("status = %+v", st)
 	}
@@ -59,12 +59,12 @@ func TestCPVStatus(t *testing.T) {
 		t.Errorf("conditions = %+v", st.Conditions)
 	}
 	// The same observation a minute later changes nothing: no write.
-	again := cpvStatus(st, v, 3, results, 5, t1)
+	again := cpvStatus(st, v, 3, results, "", 5, t1)
 	if !equality.Semantic.DeepEqual(st, again) {
 		t.Errorf("a repeated sync changed the status:\n%+v\n%+v", st, again)
 	}
 	// All in sync: Propagated, not Drifted.
-	healed := cpvStatus(st, v, 1, []clusterResult{inSync("a", memberCopy("101", 1, "2", "3"))}, 5, t1)
+	healed := cpvStatus(st, v, 1, []clusterResult{inSync("a", memberCopy("101", 1, "2", "3"))}, "", 5, t1)
 	if !meta.IsStatusConditionTrue(healed.Conditions, typesv1beta1.CPVPropagated) || meta.IsStatusConditionTrue(healed.Conditions, typesv1beta1.CPVDrifted) || healed.ClusterVersions[0].DriftedSince != nil {
 		t.Errorf("healed status = %+v", healed)
 	}
@@ -92,7 +92,7 @@ func TestClusterVersionRecordsWhatTheSyncDidNotWrite(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.prev.ClusterName, tt.prev.State = "a", typesv1beta1.InSync
-			if got := clusterVersion(tt.prev, inSync("a", tt.copy), v, now); got.Version != tt.wantRV {
+			if got := clusterVersion(tt.prev, inSync("a", tt.copy), v, "", now); got.Version != tt.wantRV {
 				t.Errorf("Version = %s, want %s", got.Version, tt.wantRV)
 			}
 		})

@@ -118,9 +118,19 @@ func TestDriftEnforcedIsHealed(t *testing.T) {
 	})
 	waitForEvent(t, host, ns, "web", typesv1beta1.EventDriftDetected, m1, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
 	waitForEvent(t, host, ns, "web", typesv1beta1.EventDriftResolved, m1)
-	waitForEntry(t, host, ns, "deployment-web", m1, func(cv typesv1beta1.ClusterVersion) bool {
-		return cv.State == typesv1beta1.InSync && cv.Remediation == typesv1beta1.RemediationEnforce
+	healed := waitForEntry(t, host, ns, "deployment-web", m1, func(cv typesv1beta1.ClusterVersion) bool {
+		return cv.State == typesv1beta1.InSync && cv.Remediation == typesv1beta1.RemediationEnforce && len(cv.DriftHistory) > 0
 	})
+	// The ledger keeps the episode, credited to Enforce, and the duration
+	// histogram counts it.
+	ep := healed.DriftHistory[len(healed.DriftHistory)-1]
+	if ep.ResolvedBy != typesv1beta1.ResolvedByEnforce || ep.State != typesv1beta1.ModifiedOutOfBand || !slices.Contains(ep.ChangedPaths, imagePath) ||
+		!slices.Equal(ep.ChangedBy, []string{"kubectl-edit"}) || ep.End.Before(&ep.Start) || ep.After.TemplateVersion != "1" {
+		t.Errorf("%s's last drift episode = %+v; want ModifiedOutOfBand at %s by kubectl-edit, resolved by Enforce", m1, ep, imagePath)
+	}
+	if v, ok := cm.metric(t, fmt.Sprintf("fedwarden_drift_duration_seconds_count{cluster=%q,state=\"ModifiedOutOfBand\"}", m1)); !ok || v < 1 {
+		t.Errorf("fedwarden_drift_duration_seconds_count for %s = %v (exported: %v); want the healed episode counted", m1, v, ok)
+	}
 	if got, err := memberImage(t.Context(), member2, ns, "web"); err != nil || got != "nginx:1.27" {
 		t.Errorf("%s's image = %s, %v", m2, got, err)
 	}
@@ -186,7 +196,16 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 		img, err := memberImage(ctx, member1, ns, "api")
 		return err == nil && img == "nginx:1.27", fmt.Sprint(img, err)
 	})
-	waitForEntry(t, host, ns, "deployment-api", m1, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
+	back := waitForEntry(t, host, ns, "deployment-api", m1, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
+	// The ledger credits the resync, with its value, so that a policy's
+	// resync is told from a person's.
+	if n := len(back.DriftHistory); n != 1 || back.DriftHistory[0].ResolvedBy != typesv1beta1.ResolvedByResync || back.DriftHistory[0].Resync == "" ||
+		!back.DriftHistory[0].Start.Equal(entry.DriftedSince) || !slices.Equal(back.DriftHistory[0].ChangedBy, []string{"kubectl-edit"}) {
+		t.Errorf("%s's drift ledger = %+v; want one episode since %v, by kubectl-edit, resolved by Resync with its value", m1, back.DriftHistory, entry.DriftedSince)
+	}
+	if r := runFedwarden(t, append([]string{"drift", "--history", "-o", "wide"}, hostArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "Resync") || !strings.Contains(r.stdout, back.DriftHistory[0].Resync) || !strings.Contains(r.stdout, "kubectl-edit") {
+		t.Errorf("fedwarden drift --history -o wide: want the episode resolved by the resync, with its value and kubectl-edit\n%s", r)
+	}
 	eventually(t, 30*time.Second, "the CPV to record the resync", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-api")
 		fd, _, ferr := federatedStatus(ctx, host, ns, "api")

@@ -293,6 +293,11 @@ func TestPullMode(t *testing.T) {
 		// The agent records its Events in the control-plane namespace.
 		waitForEvent(t, b.host, corev1beta1.DefaultFederationNamespace, "web", typesv1beta1.EventDriftDetected, b.pull.Name, "ModifiedOutOfBand", imagePath, "kubectl-edit", "re-applied")
 		waitForCPV(t, b.host, ns, cpvName, "2", "1", b.pull.Name, b.push.Name)
+		// The agent keeps the drift ledger of its own entry.
+		entry := waitForEntry(t, b.host, ns, cpvName, b.pull.Name, func(cv typesv1beta1.ClusterVersion) bool { return len(cv.DriftHistory) > 0 })
+		if ep := entry.DriftHistory[len(entry.DriftHistory)-1]; ep.ResolvedBy != typesv1beta1.ResolvedByEnforce || ep.State != typesv1beta1.ModifiedOutOfBand || !slices.Equal(ep.ChangedBy, []string{"kubectl-edit"}) {
+			t.Errorf("the Pull cluster's last drift episode = %+v; want ModifiedOutOfBand by kubectl-edit, resolved by Enforce", ep)
+		}
 		// diff cannot read the Pull member: it says what its agent reported.
 		r := runFedwarden(t, "diff", "fdeploy/web", "-n", ns, "--host-kubeconfig", b.Host.Kubeconfig)
 		if r.code != 0 || !strings.Contains(r.stderr, b.pull.Name+": Pull cluster, not read from the host; its agent reports InSync at template version 2") {

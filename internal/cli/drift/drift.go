@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ type options struct {
 	output        string
 	host          kubeconfig.Source
 	timeout       time.Duration
+	history       bool
 }
 
 const long = `Drift lists the member copies of federated resources that are not in sync
@@ -46,6 +48,14 @@ the field managers that changed them, the remediation in effect (Enforce
 re-applies at once, Alert only reports) and the controller's message; -o json
 and -o yaml print every field.
 
+--history lists instead the drift episodes that have ended, the most recent
+first, from each copy's drift ledger (the CPV keeps a copy's last 10): when
+the copy drifted, how long it lasted, and what resolved it: Enforce (Fedwarden
+re-applied it), Resync (a kubefed.io/resync value, shown by -o wide),
+TemplateChange (the template came to say what the copy held) or Returned (the
+copy came back by itself). -o wide adds who changed it and the versions before
+and after.
+
 The list reads only the host: 'fedwarden diff KIND/NAME' compares the copies
 in the members themselves, 'fedwarden resync KIND/NAME' writes them again.
 ClusterPropagatedVersions of cluster-scoped federated resources live in the
@@ -58,6 +68,9 @@ const example = `  # Drift in the namespace of the current context
 
   # Drift in every namespace, with who changed what
   fedwarden drift -A -o wide
+
+  # What drifted lately, and what resolved it
+  fedwarden drift -A --history -o wide
 
   # For a script
   fedwarden drift -A -o json`
@@ -81,6 +94,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "list every namespace")
 	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a table, wide, json or yaml")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request to the host may take")
+	f.BoolVar(&o.history, "history", false, "list the drift episodes that have ended, from the drift ledger, instead of the current drift")
 	return cmd
 }
 
@@ -113,15 +127,28 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return fmt.Errorf("creating a client for context %q: %w", host.Context, err)
 	}
-	entries, err := list(ctx, c, namespace)
+	cpvs, scopes, err := list(ctx, c, namespace)
 	if err != nil {
 		return err
 	}
+	if o.history {
+		return printHistory(s, o, episodes(cpvs, scopes), namespace)
+	}
+	entries := entries(cpvs, scopes)
 	if len(entries) == 0 && (o.output == "" || o.output == formatWide) {
 		_, err := fmt.Fprintln(s.ErrOut, noDrift(namespace))
 		return err
 	}
 	return printEntries(s.Out, o.output, entries, o.allNamespaces, time.Now())
+}
+
+// printHistory prints the ended episodes, or says there are none.
+func printHistory(s streams.IO, o *options, episodes []Episode, namespace string) error {
+	if len(episodes) == 0 && (o.output == "" || o.output == formatWide) {
+		_, err := fmt.Fprintln(s.ErrOut, strings.Replace(noDrift(namespace), "No drift found", "No drift episode has ended", 1))
+		return err
+	}
+	return printEpisodes(s.Out, o.output, episodes, o.allNamespaces, time.Now())
 }
 
 // noDrift says that namespace ("" for all) has no drift.
@@ -132,12 +159,12 @@ func noDrift(namespace string) string {
 	return fmt.Sprintf("No drift found in namespace %s.", namespace)
 }
 
-// list reads the ClusterPropagatedVersions of namespace ("" for all) and
-// returns their entries that are not in sync, sorted.
-func list(ctx context.Context, c client.Reader, namespace string) ([]Entry, error) {
+// list reads the ClusterPropagatedVersions of namespace ("" for all), and
+// which federated kinds are cluster-scoped.
+func list(ctx context.Context, c client.Reader, namespace string) ([]typesv1beta1.ClusterPropagatedVersion, federatedtype.Scopes, error) {
 	cpvs := &typesv1beta1.ClusterPropagatedVersionList{}
 	if err := c.List(ctx, cpvs, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing ClusterPropagatedVersions: %w", err)
+		return nil, nil, fmt.Errorf("listing ClusterPropagatedVersions: %w", err)
 	}
 	// The type configs only tell which federated kinds are cluster-scoped,
 	// so that their resources are shown without a namespace: without them
@@ -146,7 +173,7 @@ func list(ctx context.Context, c client.Reader, namespace string) ([]Entry, erro
 	if err := c.List(ctx, ftcs); err != nil {
 		ftcs.Items = nil
 	}
-	return entries(cpvs.Items, federatedtype.ClusterScoped(ftcs.Items)), nil
+	return cpvs.Items, federatedtype.ClusterScoped(ftcs.Items), nil
 }
 
 // scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.

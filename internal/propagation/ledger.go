@@ -1,0 +1,113 @@
+package propagation
+
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// The drift ledger: each cluster's entry of a CPV keeps its last
+// typesv1beta1.MaxDriftEpisodes episodes out of InSync that have ended, in
+// clusterVersions[].driftHistory. The entry's writer (the host for Push
+// clusters, the agent for Pull ones) closes an episode in the sync that
+// finds the copy InSync again, so the ledger lives where the entry does:
+// readable with kubectl and by Kyverno, kept across restarts, and removed
+// with the entry when the copy leaves the cluster.
+
+var driftDurationSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "fedwarden_drift_duration_seconds",
+	Help:    "Length of drift episodes of member copies, from the copy leaving InSync (or the member event that revealed the drift) to its return to InSync, by cluster and the state it ended in.",
+	Buckets: prometheus.ExponentialBuckets(0.1, 2, 20),
+}, []string{"cluster", "state"})
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(driftDurationSeconds)
+}
+
+// endedEpisode returns the episode a sync of one cluster ends: the copy
+// was out of InSync before (prev) or was found drifted and re-applied in
+// this sync (res.healed), and is InSync now. resync is the
+// kubefed.io/resync value this sync acted on, if it did.
+func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.Versions, resync string, now metav1.Time) (typesv1beta1.DriftEpisode, bool) {
+	wasOut := prev.State != "" && prev.State != typesv1beta1.InSync
+	healed := res.healed.state != ""
+	if res.state != typesv1beta1.InSync || (!wasOut && !healed) {
+		return typesv1beta1.DriftEpisode{}, false
+	}
+	ep := typesv1beta1.DriftEpisode{
+		Start: now, End: now,
+		State: prev.State, ChangedPaths: prev.ChangedPaths, ChangedBy: prev.ChangedBy,
+		Before: typesv1beta1.EpisodeVersions{TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion},
+		After:  typesv1beta1.EpisodeVersions{TemplateVersion: v.Template, OverrideVersion: v.Override},
+	}
+	switch {
+	case wasOut && prev.DriftedSince != nil:
+		ep.Start = *prev.DriftedSince
+	case healed && !res.healed.seenAt.IsZero():
+		ep.Start = metav1.NewTime(res.healed.seenAt)
+	}
+	if healed {
+		ep.State = res.healed.state
+		if paths, managers := drift.Paths(res.healed.changes); len(paths) > 0 {
+			ep.ChangedPaths, ep.ChangedBy = paths, bounded10(managers)
+		}
+	}
+	ep.ResolvedBy, ep.Resync = resolution(prev, ep, res, resync)
+	return ep, true
+}
+
+// resolution tells what ended an episode: a write of Fedwarden's (for a
+// resync, or to heal or catch up), the template or overrides moving to
+// what the unwritten copy holds, or the copy returning by itself.
+func resolution(prev typesv1beta1.ClusterVersion, ep typesv1beta1.DriftEpisode, res clusterResult, resync string) (typesv1beta1.Resolution, string) {
+	outOfBand := prev.State == typesv1beta1.ModifiedOutOfBand || prev.State == typesv1beta1.Missing
+	switch {
+	case res.written && resync != "":
+		return typesv1beta1.ResolvedByResync, resync
+	case res.healed.state != "" || (res.written && !outOfBand):
+		return typesv1beta1.ResolvedByEnforce, ""
+	case res.written || ep.Before != ep.After:
+		// The copy's edit is what the template or overrides now say: the
+		// write, if any, only stamped the new versions.
+		return typesv1beta1.ResolvedByTemplateChange, ""
+	}
+	return typesv1beta1.ResolvedByReturn, ""
+}
+
+// withEpisode returns history with ep added, the oldest dropped past
+// typesv1beta1.MaxDriftEpisodes.
+func withEpisode(history []typesv1beta1.DriftEpisode, ep typesv1beta1.DriftEpisode) []typesv1beta1.DriftEpisode {
+	history = append(slices.Clone(history), ep)
+	if n := len(history) - typesv1beta1.MaxDriftEpisodes; n > 0 {
+		history = history[n:]
+	}
+	return history
+}
+
+// observeEnded records in fedwarden_drift_duration_seconds the episode
+// that cv's history has and prev's does not, once the entry is written.
+func observeEnded(prev, cv typesv1beta1.ClusterVersion) {
+	n := len(cv.DriftHistory)
+	if n == 0 {
+		return
+	}
+	last := cv.DriftHistory[n-1]
+	if m := len(prev.DriftHistory); m > 0 && equality.Semantic.DeepEqual(prev.DriftHistory[m-1], last) {
+		return // no new episode
+	}
+	driftDurationSeconds.WithLabelValues(string(cv.ClusterName), string(last.State)).Observe(last.End.Sub(last.Start.Time).Seconds())
+}
+
+func bounded10(managers []string) []string {
+	if len(managers) > 10 {
+		return managers[:10]
+	}
+	return managers
+}
