@@ -59,6 +59,10 @@ type Transition struct {
 	// propagated.
 	TemplateVersion, OverrideVersion typesv1beta1.Version
 	Remediation                      typesv1beta1.Remediation
+	// ResolvedBy is what ended the drift, for Healed and Resolved (as the
+	// drift ledger records it); Resync the kubefed.io/resync value acted on.
+	ResolvedBy typesv1beta1.Resolution
+	Resync     string
 }
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -84,6 +88,8 @@ type Data struct {
 	TemplateVersion typesv1beta1.Version     `json:"templateVersion,omitempty"`
 	OverrideVersion typesv1beta1.Version     `json:"overrideVersion,omitempty"`
 	Remediation     typesv1beta1.Remediation `json:"remediation,omitempty"`
+	ResolvedBy      typesv1beta1.Resolution  `json:"resolvedBy,omitempty"`
+	Resync          string                   `json:"resync,omitempty"`
 	ConsoleURL      string                   `json:"consoleURL,omitempty"`
 }
 
@@ -134,6 +140,8 @@ func data(t Transition, consoleBase *url.URL) Data {
 		TemplateVersion: t.TemplateVersion,
 		OverrideVersion: t.OverrideVersion,
 		Remediation:     t.Remediation,
+		ResolvedBy:      t.ResolvedBy,
+		Resync:          t.Resync,
 		ConsoleURL:      consoleLink(consoleBase, t),
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +25,9 @@ import (
 type Options struct {
 	// Webhooks are the sinks, as ParseSinkSpec reads them.
 	Webhooks []string
+	// WebhooksFile is a file of more sinks, one a line, so that URLs that
+	// carry a token can come from a Secret rather than the command line.
+	WebhooksFile string
 	// ConsoleURL is the base of the console link in each event; empty:
 	// no link.
 	ConsoleURL string
@@ -56,6 +61,8 @@ func (o *Options) AddFlags(f *pflag.FlagSet) {
 	f.StringArrayVar(&o.Webhooks, "notify-webhook", o.Webhooks, "POST each drift transition (detected, healed, alerted, resolved) as a CloudEvent (structured JSON) to this http(s) URL; "+
 		"repeatable, one sink each. Filter terms may follow the URL, separated by spaces: namespace=, kind=, cluster=, state=, remediation=, each with values separated by commas, "+
 		"e.g. 'https://hooks.example.com/x kind=Deployment state=ModifiedOutOfBand,Missing remediation=Alert'")
+	f.StringVar(&o.WebhooksFile, "notify-webhooks-file", o.WebhooksFile, "file of more webhooks, one a line as --notify-webhook takes them (blank lines and lines starting with # are skipped): "+
+		"URLs that carry a token belong in a Secret mounted as a file, not in the process's arguments; read at start")
 	f.StringVar(&o.ConsoleURL, "console-url", o.ConsoleURL, "base URL of the Fedwarden console: each notification links to the resource's page under it; empty: no link")
 	f.StringVar(&o.CAFile, "notify-ca-file", o.CAFile, "PEM file of CA certificates trusted, besides the system's, to verify HTTPS webhooks")
 	f.IntVar(&o.QueueSize, "notify-queue-size", o.QueueSize, "notifications each webhook's queue holds; when it is full, new ones are dropped and counted in fedwarden_notifications_dropped_total")
@@ -74,11 +81,12 @@ type Notifier struct {
 
 // New returns the notifier of o, or nil when o names no webhook.
 func New(o Options, log logr.Logger) (*Notifier, error) {
-	if len(o.Webhooks) == 0 {
-		return nil, nil
-	}
 	if err := o.Validate(); err != nil {
 		return nil, err
+	}
+	webhooks, _ := o.webhooks() // read by Validate
+	if len(webhooks) == 0 {
+		return nil, nil
 	}
 	n := &Notifier{now: time.Now, log: log}
 	if o.ConsoleURL != "" {
@@ -88,7 +96,7 @@ func New(o Options, log logr.Logger) (*Notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, w := range o.Webhooks {
+	for i, w := range webhooks {
 		spec, _ := ParseSinkSpec(w) // checked by Validate
 		n.sinks = append(n.sinks, &sink{
 			name: Redact(spec.URL), url: spec.URL, filter: spec.Filter,
@@ -114,7 +122,32 @@ func (o Options) Validate() error {
 			return fmt.Errorf("--notify-webhook #%d: %w", i+1, err)
 		}
 	}
-	return nil
+	_, err := o.webhooks()
+	return err
+}
+
+// webhooks are the sinks of --notify-webhook and of --notify-webhooks-file.
+// Its errors name the file and line, never a URL.
+func (o Options) webhooks() ([]string, error) {
+	if o.WebhooksFile == "" {
+		return o.Webhooks, nil
+	}
+	data, err := os.ReadFile(o.WebhooksFile)
+	if err != nil {
+		return nil, fmt.Errorf("--notify-webhooks-file: %w", err)
+	}
+	webhooks := slices.Clone(o.Webhooks)
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if _, err := ParseSinkSpec(line); err != nil {
+			return nil, fmt.Errorf("--notify-webhooks-file %s line %d: %w", o.WebhooksFile, i+1, err)
+		}
+		webhooks = append(webhooks, line)
+	}
+	return webhooks, nil
 }
 
 // httpClient verifies servers against the system's roots and o.CAFile's,

@@ -379,3 +379,37 @@ func TestOptionsValidate(t *testing.T) {
 		})
 	}
 }
+
+// Sinks may come from a file, as a mounted Secret holds them: one a line,
+// beside those of --notify-webhook; a bad line is an error that names the
+// file and line, never the URL.
+func TestWebhooksFile(t *testing.T) {
+	t.Parallel()
+	fromFlag, fromFile := newReceiver(t), newReceiver(t)
+	path := filepath.Join(t.TempDir(), "webhooks")
+	if err := os.WriteFile(path, []byte("# the team's channel\n\n  "+fromFile.webhook("kind=Deployment")+"  \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions(fromFlag.webhook())
+	o.WebhooksFile = path
+	n := newNotifier(t, o, logr.Discard())
+	start(t, n)
+	n.Notify(sampleTransition())
+	eventually(t, "both sinks to receive the event", func() bool {
+		return len(fromFlag.received()) == 1 && len(fromFile.received()) == 1
+	})
+
+	bad := filepath.Join(t.TempDir(), "webhooks")
+	if err := os.WriteFile(bad, []byte(fromFile.webhook()+"\n"+fromFile.webhook("colour=red")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.WebhooksFile = bad
+	err := o.Validate()
+	if err == nil || !strings.Contains(err.Error(), "--notify-webhooks-file "+bad+" line 2") || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "T0KEN") {
+		t.Errorf("Validate() with a bad line = %v; want the file and line 2, without credentials", err)
+	}
+	o.WebhooksFile = filepath.Join(t.TempDir(), "missing")
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "--notify-webhooks-file") {
+		t.Errorf("Validate() with a missing file = %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package propagation
 import (
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -93,6 +94,9 @@ func (rep *reporter) transition(fed *unstructured.Unstructured, in *syncInput, p
 		Kind: kind, Federated: rep.typ.Federated, Resource: rep.typ.FederatedResource, Target: rep.typ.Target,
 		Namespace: fed.GetNamespace(), Name: fed.GetName(), Cluster: res.name,
 		State: res.state, TemplateVersion: in.v.Template, OverrideVersion: in.v.Override, Remediation: res.remediation,
+	}
+	if ep, ended := endedEpisode(prev, res, in.v, in.actedResync(), metav1.Now()); ended {
+		t.ResolvedBy, t.Resync = ep.ResolvedBy, ep.Resync
 	}
 	switch kind {
 	case notify.Healed:

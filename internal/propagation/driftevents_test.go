@@ -25,7 +25,8 @@ func TestRecordDriftNotifies(t *testing.T) {
 	t.Parallel()
 	edit := []drift.Change{{Path: "/spec/replicas", Manager: "kubectl-edit"}}
 	drifted := typesv1beta1.ClusterVersion{ClusterName: "east", State: typesv1beta1.ModifiedOutOfBand,
-		ChangedPaths: []string{"/data/password"}, ChangedBy: []string{"kubectl"}, Remediation: typesv1beta1.RemediationAlert}
+		ChangedPaths: []string{"/data/password"}, ChangedBy: []string{"kubectl"}, Remediation: typesv1beta1.RemediationAlert,
+		TemplateVersion: "4", OverrideVersion: "2"}
 	tests := []struct {
 		name         string
 		previous     typesv1beta1.ClusterVersion
@@ -35,15 +36,16 @@ func TestRecordDriftNotifies(t *testing.T) {
 		wantPaths    []string
 		wantManagers []string
 		wantRem      typesv1beta1.Remediation
+		wantResolved typesv1beta1.Resolution
 		wantEvents   []string
 	}{
 		{
 			name:     "healed under Enforce",
 			previous: typesv1beta1.ClusterVersion{State: typesv1beta1.InSync},
 			result: clusterResult{name: "east", state: typesv1beta1.InSync, remediation: typesv1beta1.RemediationEnforce,
-				healed: finding{state: typesv1beta1.ModifiedOutOfBand, changes: edit}},
+				healed: finding{state: typesv1beta1.ModifiedOutOfBand, changes: edit}, written: true},
 			wantKind: notify.Healed, wantState: typesv1beta1.ModifiedOutOfBand, wantPaths: []string{"/spec/replicas"}, wantManagers: []string{"kubectl-edit"},
-			wantRem: typesv1beta1.RemediationEnforce, wantEvents: []string{"Warning DriftDetected", "Normal DriftResolved"},
+			wantRem: typesv1beta1.RemediationEnforce, wantResolved: typesv1beta1.ResolvedByEnforce, wantEvents: []string{"Warning DriftDetected", "Normal DriftResolved"},
 		},
 		{
 			name:     "left under Alert",
@@ -65,7 +67,7 @@ func TestRecordDriftNotifies(t *testing.T) {
 			previous: drifted,
 			result:   clusterResult{name: "east", state: typesv1beta1.InSync},
 			wantKind: notify.Resolved, wantState: typesv1beta1.ModifiedOutOfBand, wantPaths: []string{"/data/password"}, wantManagers: []string{"kubectl"},
-			wantRem: typesv1beta1.RemediationAlert, wantEvents: []string{"Normal DriftResolved"},
+			wantRem: typesv1beta1.RemediationAlert, wantResolved: typesv1beta1.ResolvedByReturn, wantEvents: []string{"Normal DriftResolved"},
 		},
 		{
 			name:     "the same drift again",
@@ -103,7 +105,7 @@ func TestRecordDriftNotifies(t *testing.T) {
 				t.Fatalf("notified %+v, want one %s", got, tt.wantKind)
 			}
 			n := got[0]
-			if n.Kind != tt.wantKind || n.State != tt.wantState || !slices.Equal(n.Paths, tt.wantPaths) || !slices.Equal(n.Managers, tt.wantManagers) || n.Remediation != tt.wantRem {
+			if n.Kind != tt.wantKind || n.State != tt.wantState || !slices.Equal(n.Paths, tt.wantPaths) || !slices.Equal(n.Managers, tt.wantManagers) || n.Remediation != tt.wantRem || n.ResolvedBy != tt.wantResolved {
 				t.Errorf("notified %+v", n)
 			}
 			if n.Cluster != "east" || n.Namespace != "shop" || n.Name != "db" || n.Target.Kind != "Secret" || n.Resource != "federatedsecrets" ||

@@ -75,3 +75,27 @@ func TestNotificationValues(t *testing.T) {
 		t.Errorf("without webhooks, args %q configure notifications", args)
 	}
 }
+
+// Webhooks from a Secret reach the controller-manager as a mounted file,
+// --notify-webhooks-file, and never as arguments.
+func TestNotificationWebhooksSecret(t *testing.T) {
+	needHelm(t)
+	t.Parallel()
+	var d appsv1.Deployment
+	find(t, mustRender(t, "--set", "notifications.webhooksSecret=chat-hooks"), "Deployment", &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "--notify-webhooks-file=/etc/fedwarden/notify-webhooks/webhooks") || !slices.Contains(c.Args, "--notify-queue-size=1000") ||
+		slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--notify-webhook=") }) {
+		t.Errorf("args %q; want --notify-webhooks-file and the queue flags, no --notify-webhook", c.Args)
+	}
+	if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == "notify-webhooks" && m.MountPath == "/etc/fedwarden/notify-webhooks" && m.ReadOnly
+	}) {
+		t.Errorf("mounts %+v lack the webhooks Secret", c.VolumeMounts)
+	}
+	if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+		return v.Name == "notify-webhooks" && v.Secret != nil && v.Secret.SecretName == "chat-hooks" && len(v.Secret.Items) == 1 && v.Secret.Items[0].Key == "webhooks"
+	}) {
+		t.Errorf("volumes %+v lack the Secret chat-hooks's key webhooks", d.Spec.Template.Spec.Volumes)
+	}
+}

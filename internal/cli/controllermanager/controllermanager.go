@@ -274,7 +274,8 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 	return nil
 }
 
-// setupNotifier runs the drift notifier when --notify-webhook names a sink.
+// setupNotifier runs the drift notifier when --notify-webhook or
+// --notify-webhooks-file names a sink.
 func setupNotifier(mgr ctrl.Manager, o *options) error {
 	n, err := notify.New(o.notify, ctrl.Log.WithName("notify"))
 	if err != nil || n == nil {
