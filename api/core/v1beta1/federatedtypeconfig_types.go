@@ -95,6 +95,90 @@ type FederatedTypeConfigSpec struct {
 	// StatusCollection turns collection of member status on or off.
 	// +optional
 	StatusCollection *Mode `json:"statusCollection,omitempty"`
+
+	// HealthRules decide the health of the target kind's objects in member
+	// clusters. They are tried in order and the first whose when holds
+	// gives the health; if none holds, the built-in rules of the kind
+	// (Deployment, StatefulSet, DaemonSet, ReplicaSet, Job, Service,
+	// PersistentVolumeClaim) are tried next, and an object that no rule
+	// matches is Unknown. A kind with neither is Healthy once it exists. To
+	// replace the built-in rules, end the list with a rule whose when is
+	// "true". See docs/health.md.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	HealthRules []HealthRule `json:"healthRules,omitempty"`
+}
+
+// HealthState is how a member cluster's copy of a federated resource is
+// doing, as its kind's health rules judge it.
+type HealthState string
+
+const (
+	// HealthHealthy: the copy does what its spec asks (a Deployment's
+	// replicas are updated and available, a Job completed, a PVC is bound).
+	HealthHealthy HealthState = "Healthy"
+	// HealthProgressing: the copy is on its way (a rollout in progress, a
+	// load balancer not assigned yet, the copy being deleted).
+	HealthProgressing HealthState = "Progressing"
+	// HealthDegraded: the copy failed and will not recover by itself (a
+	// Deployment past its progress deadline, a failed Job, a lost PVC).
+	HealthDegraded HealthState = "Degraded"
+	// HealthUnknown: no rule tells; the reason says why.
+	HealthUnknown HealthState = "Unknown"
+)
+
+// Health reasons that no rule gives: they describe how the rules applied.
+const (
+	// HealthReasonNoRules: the kind has neither healthRules nor built-in
+	// rules, so an object that exists is Healthy.
+	HealthReasonNoRules = "NoHealthRules"
+	// HealthReasonNoRuleMatched: the kind has rules but none held (Unknown).
+	HealthReasonNoRuleMatched = "NoRuleMatched"
+	// HealthReasonRuleFailed: a rule's expression failed on this object: a
+	// field it reads without has() or ?. is missing, a value has another
+	// type, or it ran past its cost limit (Unknown; the message names the
+	// rule and says why).
+	HealthReasonRuleFailed = "RuleFailed"
+	// HealthReasonInvalidRules: spec.healthRules do not compile, so no
+	// object of the kind is judged until they are fixed (Unknown).
+	HealthReasonInvalidRules = "InvalidHealthRules"
+	// HealthReasonTerminating: the object has a deletionTimestamp
+	// (Progressing), whatever its rules say.
+	HealthReasonTerminating = "Terminating"
+)
+
+// HealthRule gives a health to the objects of a kind for which a CEL
+// expression holds. Expressions see the member object as `object` (its
+// fields as the API server serves them, status included) and may use the
+// libraries of Kubernetes' CRD validation rules.
+type HealthRule struct {
+	// Health the object has when this rule is the first that holds.
+	// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded
+	Health HealthState `json:"health"`
+
+	// When is a CEL expression that gives a bool, for example
+	// "object.?status.?phase.orValue('') == 'Failed'". A field that may
+	// be missing must be read with has() or ?. (optional field
+	// selection): reading a missing field fails the rule and the object
+	// is Unknown.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	When string `json:"when"`
+
+	// Reason is a short CamelCase word for machines, shown beside the
+	// health; it defaults to the health.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+
+	// Message is a CEL expression that gives a string for people, for
+	// example "'phase ' + object.status.phase"; evaluated only when the
+	// rule holds.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // FederatedTypeConfigStatus is what the federation controller observed.
