@@ -23,6 +23,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
@@ -116,7 +117,10 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 		return fmt.Errorf("adding the Lease renewer: %w", err)
 	}
 	o.Propagation.Namespace = o.Namespace
-	types := typeconfig.NewAgentReconciler(mgr, func(typ propagation.Type) (*propagation.Controller, error) {
+	if o.Propagation.Health, err = health.New(); err != nil {
+		return fmt.Errorf("compiling the built-in health rules: %w", err)
+	}
+	types := typeconfig.NewAgentReconciler(mgr, o.Propagation.Health, func(typ propagation.Type) (*propagation.Controller, error) {
 		return propagation.NewAgent(mgr, typ, own, registration.AgentFieldManager(o.Cluster), o.Propagation)
 	})
 	if err := types.SetupWithManager(mgr); err != nil {

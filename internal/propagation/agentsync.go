@@ -62,7 +62,7 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
 	// on: the copy is compared, not re-applied.
 	in.force = recorded && in.resync != "" && in.resync != prev.Resync
-	res := r.apply.syncCluster(ctx, in, r.agent.cluster, nil)
+	res := r.apply.judge(r.apply.syncCluster(ctx, in, r.agent.cluster, nil))
 	r.report.recordDrift(fed, in, []clusterResult{res})
 	r.report.drifted.set(client.ObjectKeyFromObject(fed), []clusterResult{res})
 	if err := r.record.writeAgentResult(ctx, cpv, in, res); err != nil {

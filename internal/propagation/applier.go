@@ -10,6 +10,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -27,6 +28,8 @@ type applier struct {
 	defaultRemediation typesv1beta1.Remediation
 	// agent is set when the applier runs in a Pull cluster's agent.
 	agent *agentSide
+	// health judges the copies; nil: not judged.
+	health *health.Evaluator
 }
 
 // syncInput is what every cluster's sync of one resource shares.
@@ -71,6 +74,15 @@ func (in *syncInput) actedResync() string {
 	return ""
 }
 
+// judge records the health of res's copy, when there is one.
+func (a *applier) judge(res clusterResult) clusterResult {
+	if a.health != nil && res.object != nil {
+		h := a.health.Evaluate(res.object)
+		res.health = &h
+	}
+	return res
+}
+
 // syncAll syncs the placed clusters in parallel.
 func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, set clusterSet) []clusterResult {
 	results := make([]clusterResult, len(placed))
@@ -81,7 +93,7 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 			results[i] = reportedByAgent(name, fc, prev, recorded, in.v)
 			continue
 		}
-		wg.Go(func() { results[i] = a.syncCluster(ctx, in, name, set[name]) })
+		wg.Go(func() { results[i] = a.judge(a.syncCluster(ctx, in, name, set[name])) })
 	}
 	wg.Wait()
 	return results

@@ -27,6 +27,7 @@ import (
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
 
@@ -55,6 +56,10 @@ type Options struct {
 	// DriftNotifier is told of each drift transition, beside the Events;
 	// nil means none.
 	DriftNotifier DriftNotifier
+	// Health judges member copies by their kind's health rules; the
+	// federation controller sets each kind's spec.healthRules on it. Nil:
+	// no health is recorded.
+	Health *health.Evaluator
 }
 
 // DefaultOptions are the defaults of the controller-manager's and the
@@ -132,7 +137,7 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 	return &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
 		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
-		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, agent: agent},
+		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, agent: agent, health: opts.Health},
 		record: &cpvStore{typ: typ, client: mgr.GetClient(), namespace: opts.Namespace, now: time.Now, agent: agent},
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
 			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},
@@ -144,6 +149,7 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller, error) {
 	c := &Controller{typ: r.typ, cache: mgr.GetCache(), events: make(chan event.TypedGenericEvent[reconcile.Request], 1024), stopped: make(chan struct{})}
 	r.apply.watches = newMemberWatches(r.typ, c.enqueue, r.opts.MemberListTimeout, &r.apply.written, &r.syncing)
+	r.apply.watches.health = r.opts.Health
 	r.enqueue = c.enqueue
 	r.place.watches = r.apply.watches
 	r.stopped = c.stopped

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/render"
@@ -32,7 +33,7 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 	for _, cv := range old.ClusterVersions {
 		previous[string(cv.ClusterName)] = cv
 	}
-	drifted := int32(0)
+	drifted, healthy := int32(0), int32(0)
 	for _, res := range results {
 		if res.fromAgent && res.entry == nil {
 			continue // nothing reported yet
@@ -41,6 +42,9 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 		if cv.State != typesv1beta1.InSync {
 			drifted++
 		}
+		if cv.Health == corev1beta1.HealthHealthy {
+			healthy++
+		}
 		st.ClusterVersions = append(st.ClusterVersions, cv)
 	}
 	slices.SortFunc(st.ClusterVersions, func(a, b typesv1beta1.ClusterVersion) int {
@@ -48,6 +52,7 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 	})
 	st.ClusterCount = new(int32(placed))
 	st.DriftedClusters = new(drifted)
+	st.HealthyClusters = new(healthy)
 	reason, message := propagatedReason(placed, results)
 	setCondition(&st.Conditions, typesv1beta1.CPVPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
 	if drifted > 0 {
@@ -82,6 +87,9 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 		var managers []string
 		cv.ChangedPaths, managers = drift.Paths(res.changes)
 		cv.ChangedBy = bounded10(managers)
+	}
+	if res.health != nil {
+		cv.Health, cv.HealthReason, cv.HealthMessage = res.health.Health, bounded(res.health.Reason, 64), bounded(res.health.Message, 256)
 	}
 	if res.object != nil {
 		// The resourceVersion is recorded when Fedwarden wrote the copy or

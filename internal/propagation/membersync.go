@@ -19,6 +19,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -54,6 +55,8 @@ type clusterResult struct {
 	// gone: the cluster was placed only to keep a copy (see
 	// targets.keptByNamespace), and there is none any more.
 	gone bool
+	// health of object, when it was judged.
+	health *health.Result
 }
 
 func unreachable(name, message string) clusterResult {

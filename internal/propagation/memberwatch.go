@@ -11,12 +11,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/health"
 )
 
 // memberWatches keeps, per member cluster, an informer on the managed
@@ -34,6 +36,10 @@ type memberWatches struct {
 	// update or deletion of it was last seen: drift detection and
 	// remediation are timed from there.
 	changedAt sync.Map
+
+	// health, when set, judges copies: an update that changes a copy's
+	// health calls for a sync, which records it.
+	health *health.Evaluator
 
 	mu        sync.Mutex
 	byCluster map[string]*memberWatch
@@ -227,10 +233,11 @@ func named(obj any) (interface {
 }
 
 // matters tells whether an update of a member copy may call for a sync:
-// a change of its spec (generation), labels or annotations, or of its
-// status when the type collects status; for kinds without a generation
-// (ConfigMaps, Secrets…), any change. The member's own controllers update
-// the status of copies often; without collection that changes nothing.
+// a change of its spec (generation), labels or annotations, of its health,
+// or of its status when the type collects status; for kinds without a
+// generation (ConfigMaps, Secrets…), any change. The member's own
+// controllers update the status of copies often; unless that changes the
+// copy's health, or status is collected, it changes nothing.
 func (w *memberWatches) matters(old, obj any) bool {
 	if w.typ.CollectStatus {
 		return true
@@ -243,7 +250,20 @@ func (w *memberWatches) matters(old, obj any) bool {
 	return o.GetGeneration() != n.GetGeneration() ||
 		!maps.Equal(o.GetLabels(), n.GetLabels()) ||
 		!maps.Equal(o.GetAnnotations(), n.GetAnnotations()) ||
-		o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero()
+		o.GetDeletionTimestamp().IsZero() != n.GetDeletionTimestamp().IsZero() ||
+		w.healthChanged(old, obj)
+}
+
+// healthChanged tells whether the copy's health, or its reason, differs
+// between old and obj.
+func (w *memberWatches) healthChanged(old, obj any) bool {
+	o, ok1 := old.(*unstructured.Unstructured)
+	n, ok2 := obj.(*unstructured.Unstructured)
+	if w.health == nil || !ok1 || !ok2 {
+		return false
+	}
+	before, after := w.health.Evaluate(o), w.health.Evaluate(n)
+	return before.Health != after.Health || before.Reason != after.Reason
 }
 
 // stop removes the event handlers; the informers end with their members.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
@@ -82,12 +83,15 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 		Conditions:         slices.Clone(old.Conditions),
 		ClusterCount:       new(int32(placed)),
 	}
-	drifted := int32(0)
+	drifted, healthy := int32(0), 0
 	for _, res := range results {
 		if res.state != typesv1beta1.InSync {
 			drifted++
 		}
-		ps := typesv1beta1.PropagationStatus{Name: typesv1beta1.ClusterName(res.name), Reason: res.reason}
+		ps := typesv1beta1.PropagationStatus{Name: typesv1beta1.ClusterName(res.name), Reason: res.reason, Health: healthOf(res)}
+		if ps.Health == corev1beta1.HealthHealthy {
+			healthy++
+		}
 		if res.state != typesv1beta1.InSync {
 			ps.Message = bounded(res.message, 1024)
 		}
@@ -98,6 +102,7 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 	}
 	slices.SortFunc(st.Clusters, func(a, b typesv1beta1.PropagationStatus) int { return strings.Compare(string(a.Name), string(b.Name)) })
 	st.DriftedClusters = new(drifted)
+	st.Healthy = fmt.Sprintf("%d/%d", healthy, placed)
 	scheduled, schedReason, schedMessage := scheduledCondition(t)
 	setCondition(&st.Conditions, typesv1beta1.FederatedScheduled, scheduled, schedReason, schedMessage, generation, now)
 	reason, message := propagatedReason(placed, results)
@@ -106,6 +111,18 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 	}
 	setCondition(&st.Conditions, typesv1beta1.FederatedPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
 	return st
+}
+
+// healthOf is the health of a cluster's copy: as this sync judged it, or
+// as a Pull cluster's agent reported it.
+func healthOf(res clusterResult) corev1beta1.HealthState {
+	switch {
+	case res.health != nil:
+		return res.health.Health
+	case res.fromAgent && res.entry != nil:
+		return res.entry.Health
+	}
+	return ""
 }
 
 // deploymentStatusFields are the fields collected from a member Deployment.

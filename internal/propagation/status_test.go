@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -96,5 +99,32 @@ func TestClusterVersionRecordsWhatTheSyncDidNotWrite(t *testing.T) {
 				t.Errorf("Version = %s, want %s", got.Version, tt.wantRV)
 			}
 		})
+	}
+}
+
+// The health a sync judged, or a Pull cluster's agent reported, goes into
+// the CPV entry and count and the federated resource's per-cluster status
+// and HEALTHY column (healthy/placed); a cluster without a copy has none.
+func TestHealthInStatus(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
+	v := render.Versions{Template: "1", Override: "1"}
+	healthy := inSync("a", memberCopy("10", 1, "1", "1"))
+	healthy.health = &health.Result{Health: corev1beta1.HealthHealthy, Reason: "ReplicasAvailable"}
+	degraded := inSync("b", memberCopy("11", 1, "1", "1"))
+	degraded.health = &health.Result{Health: corev1beta1.HealthDegraded, Reason: "ProgressDeadlineExceeded", Message: strings.Repeat("x", 400)}
+	pull := clusterResult{name: "c", fromAgent: true, state: typesv1beta1.InSync, entry: &typesv1beta1.ClusterVersion{ClusterName: "c", State: typesv1beta1.InSync, Health: corev1beta1.HealthHealthy}}
+	results := []clusterResult{healthy, degraded, pull, unreachable("d", "cluster d is not Ready")}
+
+	st := cpvStatus(typesv1beta1.ClusterPropagatedVersionStatus{}, v, 4, results, "", 1, now)
+	if *st.HealthyClusters != 2 || st.ClusterVersions[1].HealthReason != "ProgressDeadlineExceeded" || len(st.ClusterVersions[1].HealthMessage) > 256 || st.ClusterVersions[3].Health != "" {
+		t.Errorf("CPV status = %+v", st)
+	}
+	fst := federatedStatus(typesv1beta1.FederatedStatus{}, Type{}, targets{names: []string{"a", "b", "c", "d"}}, results, 1, now)
+	got := map[string]corev1beta1.HealthState{}
+	for _, c := range fst.Clusters {
+		got[string(c.Name)] = c.Health
+	}
+	if fst.Healthy != "2/4" || got["a"] != corev1beta1.HealthHealthy || got["b"] != corev1beta1.HealthDegraded || got["c"] != corev1beta1.HealthHealthy || got["d"] != "" {
+		t.Errorf("federated status healthy %q, clusters %v", fst.Healthy, got)
 	}
 }

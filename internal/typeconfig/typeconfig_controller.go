@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -96,10 +98,11 @@ func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propa
 // NewAgentReconciler returns the federation controller of a Pull cluster's
 // agent: it runs the controller newController returns for every enabled
 // type, and writes nothing to the FederatedTypeConfigs (the host's
-// controller-manager keeps their status and finalizers).
-func NewAgentReconciler(mgr manager.Manager, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
+// controller-manager keeps their status and finalizers). health, when
+// set, is given each kind's spec.healthRules.
+func NewAgentReconciler(mgr manager.Manager, health *health.Evaluator, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
 	return &Reconciler{
-		mgr: mgr, client: mgr.GetClient(), newController: newController, readOnly: true,
+		mgr: mgr, client: mgr.GetClient(), newController: newController, readOnly: true, opts: propagation.Options{Health: health},
 		started: make(chan struct{}), running: map[string]*running{}, stopped: map[string]error{}, died: make(chan event.GenericEvent, 16),
 	}
 }
@@ -197,6 +200,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 type state struct {
 	running         bool
 	reason, message string
+	// rules is the condition on spec.healthRules; nil when it has none.
+	rules *metav1.Condition
 }
 
 // converge makes the running controller match ftc.
@@ -206,6 +211,45 @@ func (r *Reconciler) converge(ctx context.Context, ftc *corev1beta1.FederatedTyp
 		return state{reason: corev1beta1.ReasonPropagationDisabled, message: "spec.propagation is Disabled: member copies are left as they are"}, 0
 	}
 	typ := propagation.TypeFromConfig(ftc)
+	rules := r.setHealthRules(ftc)
+	s, retry := r.establish(ctx, ftc, typ)
+	s.rules = rules
+	return s, retry
+}
+
+// setHealthRules gives the health evaluator the kind's spec.healthRules,
+// and returns the condition on them (nil when there are none).
+func (r *Reconciler) setHealthRules(ftc *corev1beta1.FederatedTypeConfig) *metav1.Condition {
+	if r.opts.Health == nil {
+		return nil
+	}
+	gk := schema.GroupKind{Group: ftc.Spec.TargetType.Group, Kind: ftc.Spec.TargetType.Kind}
+	err := r.opts.Health.SetRules(gk, ftc.Spec.HealthRules)
+	if len(ftc.Spec.HealthRules) == 0 {
+		return nil
+	}
+	c := &metav1.Condition{Type: corev1beta1.TypeConfigHealthRules, Status: metav1.ConditionTrue, Reason: corev1beta1.ReasonHealthRulesCompiled,
+		Message: fmt.Sprintf("%d health rules judge %s copies before the built-in ones", len(ftc.Spec.HealthRules), ftc.Spec.TargetType.Kind), ObservedGeneration: ftc.Generation}
+	if err != nil {
+		c.Status, c.Reason = metav1.ConditionFalse, corev1beta1.ReasonHealthRulesInvalid
+		c.Message = conditionMessage(fmt.Sprintf("%v; until they are fixed, every %s copy is Unknown", err, ftc.Spec.TargetType.Kind))
+	}
+	return c
+}
+
+// conditionMessage cuts m to what a condition's message holds (32768
+// bytes), between runes.
+func conditionMessage(m string) string {
+	const limit = 32768
+	if len(m) <= limit {
+		return m
+	}
+	return strings.ToValidUTF8(m[:limit-len("…")], "") + "…"
+}
+
+// establish starts the propagation controller of typ, or says why it
+// does not run.
+func (r *Reconciler) establish(ctx context.Context, ftc *corev1beta1.FederatedTypeConfig, typ propagation.Type) (state, time.Duration) {
 	if err := r.served(typ); err != nil {
 		r.stop(ftc.Name)
 		return state{reason: corev1beta1.ReasonTypeNotServed, message: err.Error()}, notServedRetry
@@ -479,6 +523,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, ftc *corev1beta1.Federated
 		cond.Status = metav1.ConditionTrue
 	}
 	meta.SetStatusCondition(&next.Conditions, cond)
+	if s.rules != nil {
+		meta.SetStatusCondition(&next.Conditions, *s.rules)
+	} else {
+		meta.RemoveStatusCondition(&next.Conditions, corev1beta1.TypeConfigHealthRules)
+	}
 	if equality.Semantic.DeepEqual(ftc.Status, next) {
 		return nil
 	}

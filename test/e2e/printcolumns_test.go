@@ -72,14 +72,16 @@ spec:
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,
 			name:    "deployment-web",
-			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Age"},
-			cells:   []string{"deployment-web", "1", "1", "2", "0"},
+			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Healthy", "Age"},
+			// The members have no node: their Deployments' Pods never
+			// run, so no copy is Healthy.
+			cells: []string{"deployment-web", "1", "1", "2", "0", "0"},
 		},
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "federateddeployments", namespace: ns,
 			name:    "web",
-			columns: []string{"Name", "Clusters", "Propagated", "Drifted", "Age"},
-			cells:   []string{"web", "2", "True", "0"},
+			columns: []string{"Name", "Clusters", "Propagated", "Drifted", "Healthy", "Age"},
+			cells:   []string{"web", "2", "True", "0", "0/2"},
 		},
 	}
 	for _, tt := range tests {

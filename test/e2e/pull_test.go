@@ -298,6 +298,8 @@ func TestPullMode(t *testing.T) {
 		if ep := entry.DriftHistory[len(entry.DriftHistory)-1]; ep.ResolvedBy != typesv1beta1.ResolvedByEnforce || ep.State != typesv1beta1.ModifiedOutOfBand || !slices.Equal(ep.ChangedBy, []string{"kubectl-edit"}) {
 			t.Errorf("the Pull cluster's last drift episode = %+v; want ModifiedOutOfBand by kubectl-edit, resolved by Enforce", ep)
 		}
+		// The agent judges its copy's health too.
+		waitForEntry(t, b.host, ns, cpvName, b.pull.Name, func(cv typesv1beta1.ClusterVersion) bool { return cv.Health != "" && cv.HealthReason != "" })
 		// diff cannot read the Pull member: it says what its agent reported.
 		r := runFedwarden(t, "diff", "fdeploy/web", "-n", ns, "--host-kubeconfig", b.Host.Kubeconfig)
 		if r.code != 0 || !strings.Contains(r.stderr, b.pull.Name+": Pull cluster, not read from the host; its agent reports InSync at template version 2") {

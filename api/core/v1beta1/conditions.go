@@ -67,6 +67,16 @@ const (
 	// are served and the propagation controller for them runs.
 	TypeConfigEstablished = "Established"
 
+	// TypeConfigHealthRules is True when spec.healthRules compile, False
+	// (its message naming each bad rule) when they do not: the kind's
+	// copies are then judged Unknown. Absent without spec.healthRules.
+	TypeConfigHealthRules = "HealthRulesValid"
+	// ReasonHealthRulesCompiled: every rule of spec.healthRules compiled.
+	ReasonHealthRulesCompiled = "HealthRulesCompiled"
+	// ReasonHealthRulesInvalid: a rule does not compile, or does not give
+	// a bool (when) or a string (message).
+	ReasonHealthRulesInvalid = "HealthRulesInvalid"
+
 	// ReasonControllerRunning: the propagation controller runs.
 	ReasonControllerRunning = "ControllerRunning"
 	// ReasonPropagationDisabled: spec.propagation is Disabled.

@@ -2,6 +2,8 @@ package v1beta1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 )
 
 // DriftState classifies how a member's copy differs from what the control
@@ -184,6 +186,24 @@ type ClusterVersion struct {
 	// +optional
 	Resync string `json:"resync,omitempty"`
 
+	// Health of the member's copy: Healthy, Progressing, Degraded or
+	// Unknown, as its kind's health rules judge it (docs/health.md); unset
+	// while there is no copy to judge.
+	// +kubebuilder:validation:Enum=Healthy;Progressing;Degraded;Unknown
+	// +optional
+	Health corev1beta1.HealthState `json:"health,omitempty"`
+
+	// HealthReason is the rule's one-word reason, for example
+	// ProgressDeadlineExceeded.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	HealthReason string `json:"healthReason,omitempty"`
+
+	// HealthMessage says more, for people.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	HealthMessage string `json:"healthMessage,omitempty"`
+
 	// DriftHistory is the drift ledger of this cluster's copy: its last
 	// episodes out of InSync that have ended, oldest first (at most
 	// MaxDriftEpisodes). The episode going on, if any, is the entry's own
@@ -317,6 +337,11 @@ type ClusterPropagatedVersionStatus struct {
 	// +optional
 	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
 
+	// HealthyClusters counts the clusters whose copy is Healthy.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	HealthyClusters *int32 `json:"healthyClusters,omitempty"`
+
 	// Conditions: Propagated and Drifted.
 	// +listType=map
 	// +listMapKey=type
@@ -350,6 +375,7 @@ const (
 // +kubebuilder:printcolumn:name="Override",type=string,JSONPath=`.status.overrideVersion`
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
+// +kubebuilder:printcolumn:name="Healthy",type=integer,JSONPath=`.status.healthyClusters`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterPropagatedVersion struct {
 	metav1.TypeMeta   `json:",inline"`

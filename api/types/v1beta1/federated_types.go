@@ -3,6 +3,8 @@ package v1beta1
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 )
 
 // The parts every Federated<Kind> shares: placement, overrides and status.
@@ -284,6 +286,13 @@ type FederatedStatus struct {
 	// +optional
 	DriftedClusters *int32 `json:"driftedClusters,omitempty"`
 
+	// Healthy is "healthy/placed": how many of the placed clusters' copies
+	// their kind's health rules judge Healthy (docs/health.md), of how many
+	// clusters the resource is placed on.
+	// +kubebuilder:validation:MaxLength=24
+	// +optional
+	Healthy string `json:"healthy,omitempty"`
+
 	// Clusters the resource is placed on, with how propagation went there.
 	// +listType=map
 	// +listMapKey=name
@@ -304,6 +313,10 @@ type PropagationStatus struct {
 	// +kubebuilder:validation:MaxLength=1024
 	// +optional
 	Message string `json:"message,omitempty"`
+
+	// Health of the cluster's copy, as the CPV's entry records it.
+	// +optional
+	Health corev1beta1.HealthState `json:"health,omitempty"`
 
 	// RemoteStatus is the status of the member's copy, collected when the
 	// type's FederatedTypeConfig enables status collection (for a

@@ -53,6 +53,7 @@ type FederatedDeploymentSpec struct {
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Propagated",type=string,JSONPath=`.status.conditions[?(@.type=="Propagated")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
+// +kubebuilder:printcolumn:name="Healthy",type=string,JSONPath=`.status.healthy`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type FederatedDeployment struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -184,6 +184,11 @@ func (in *ClusterPropagatedVersionStatus) DeepCopyInto(out *ClusterPropagatedVer
 		*out = new(int32)
 		**out = **in
 	}
+	if in.HealthyClusters != nil {
+		in, out := &in.HealthyClusters, &out.HealthyClusters
+		*out = new(int32)
+		**out = **in
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -34,6 +34,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	copyhealth "github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
@@ -266,6 +267,9 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 	o.propagation.Scheduler = sched
 	if err := setupNotifier(mgr, o); err != nil {
 		return err
+	}
+	if o.propagation.Health, err = copyhealth.New(); err != nil {
+		return fmt.Errorf("compiling the built-in health rules: %w", err)
 	}
 	federation = typeconfig.NewReconciler(mgr, members, o.propagation)
 	if err := federation.SetupWithManager(mgr); err != nil {
