@@ -8,7 +8,7 @@ import (
 
 // DriftState classifies how a member's copy differs from what the control
 // plane wants.
-// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed;AlreadyExists
+// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed;AlreadyExists;RolloutPending
 type DriftState string
 
 const (
@@ -31,6 +31,10 @@ const (
 	// AlreadyExists: the member has an object of that name that Fedwarden
 	// does not manage, and the federated resource does not opt in to adopt it.
 	AlreadyExists DriftState = "AlreadyExists"
+	// RolloutPending: the member has, unchanged, the revision a rollout in
+	// waves holds it at (targetRevision), not the latest one yet. It is
+	// not drift.
+	RolloutPending DriftState = "RolloutPending"
 )
 
 // Version is a change counter: "3" means the third version.
@@ -185,6 +189,12 @@ type ClusterVersion struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Resync string `json:"resync,omitempty"`
+
+	// TargetRevision is the revision of the template and overrides the
+	// cluster is to have: the latest, or, during a rollout in waves, the
+	// one it stays at until its wave starts.
+	// +optional
+	TargetRevision Revision `json:"targetRevision,omitempty"`
 
 	// Health of the member's copy: Healthy, Progressing, Degraded or
 	// Unknown, as its kind's health rules judge it (docs/health.md); unset

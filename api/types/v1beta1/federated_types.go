@@ -298,6 +298,11 @@ type FederatedStatus struct {
 	// +listMapKey=name
 	// +optional
 	Clusters []PropagationStatus `json:"clusters,omitempty"`
+
+	// Rollout is where the rollout of the latest revision is, under
+	// spec.rollout.strategy Waves.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // PropagationStatus is how propagation went in one cluster.

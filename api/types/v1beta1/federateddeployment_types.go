@@ -42,6 +42,11 @@ type FederatedDeploymentSpec struct {
 	// deleted by someone else.
 	// +optional
 	DriftPolicy *DriftPolicy `json:"driftPolicy,omitempty"`
+
+	// Rollout says how a new revision of the template and overrides
+	// reaches the placed clusters: all at once (the default) or in waves.
+	// +optional
+	Rollout *Rollout `json:"rollout,omitempty"`
 }
 
 // FederatedDeployment places a Deployment on member clusters.
