@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/health"
@@ -50,6 +51,11 @@ type syncInput struct {
 	// value is new: every placed cluster is written.
 	resync string
 	force  bool
+	// targets are the revisions the placed clusters target under a rollout
+	// in waves, and held the inputs of those an earlier revision holds;
+	// both nil otherwise.
+	targets map[string]typesv1beta1.Revision
+	held    map[string]*syncInput
 }
 
 func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
@@ -74,6 +80,21 @@ func (in *syncInput) actedResync() string {
 	return ""
 }
 
+// syncTarget syncs cluster name at the revision it targets: the latest,
+// or an earlier one a rollout in waves holds it at.
+func (a *applier) syncTarget(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
+	cin := in
+	if h := in.held[name]; h != nil {
+		cin = h
+	}
+	res := a.judge(a.syncCluster(ctx, cin, name, fc))
+	res.target = in.targets[name]
+	if cin != in {
+		res.held = &cin.v
+	}
+	return res
+}
+
 // judge records the health of res's copy, when there is one.
 func (a *applier) judge(res clusterResult) clusterResult {
 	if a.health != nil && res.object != nil {
@@ -93,7 +114,7 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 			results[i] = reportedByAgent(name, fc, prev, recorded, in.v)
 			continue
 		}
-		wg.Go(func() { results[i] = a.judge(a.syncCluster(ctx, in, name, set[name])) })
+		wg.Go(func() { results[i] = a.syncTarget(ctx, in, name, set[name]) })
 	}
 	wg.Wait()
 	return results

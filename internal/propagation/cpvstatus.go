@@ -39,7 +39,7 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 			continue // nothing reported yet
 		}
 		cv := clusterVersion(previous[res.name], res, v, resync, now)
-		if cv.State != typesv1beta1.InSync {
+		if cv.State != typesv1beta1.InSync && cv.State != typesv1beta1.RolloutPending {
 			drifted++
 		}
 		if cv.Health == corev1beta1.HealthHealthy {
@@ -70,6 +70,9 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 	if res.fromAgent && res.entry != nil {
 		return *res.entry // the agent's to write
 	}
+	if res.held != nil {
+		v = *res.held // the earlier revision a rollout holds the cluster at
+	}
 	cv := typesv1beta1.ClusterVersion{
 		ClusterName:     typesv1beta1.ClusterName(res.name),
 		State:           res.state,
@@ -79,6 +82,7 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 		ObservedGeneration: prev.ObservedGeneration,
 		Remediation:        res.remediation,
 		DriftHistory:       prev.DriftHistory,
+		TargetRevision:     res.target,
 	}
 	if ep, ended := endedEpisode(prev, res, v, resync, now); ended {
 		cv.DriftHistory = withEpisode(prev.DriftHistory, ep)
@@ -114,6 +118,9 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 		// was written at an earlier override version that did not change
 		// this cluster's part.
 		cv.TemplateVersion, cv.OverrideVersion = v.Template, v.Override
+		if res.held != nil {
+			cv.State = typesv1beta1.RolloutPending
+		}
 		return cv
 	}
 	cv.DriftedSince = prev.DriftedSince

@@ -99,7 +99,7 @@ func unstamped(existing *unstructured.Unstructured) bool {
 // does is drift, which the policy governs.
 func (a *applier) classifyUnstamped(in *syncInput, cluster string, desired, existing *unstructured.Unstructured, policy drift.Policy, f finding) (finding, error) {
 	prev, recorded := in.previous[cluster]
-	if recorded && prev.State == typesv1beta1.InSync && (prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override) {
+	if recorded && (prev.State == typesv1beta1.InSync || prev.State == typesv1beta1.RolloutPending) && (prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override) {
 		return f, nil
 	}
 	changes, err := policy.Detect(desired, existing, FieldManager)

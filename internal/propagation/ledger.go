@@ -36,7 +36,7 @@ func init() {
 // this sync (res.healed), and is InSync now. resync is the
 // kubefed.io/resync value this sync acted on, if it did.
 func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.Versions, resync string, now metav1.Time) (typesv1beta1.DriftEpisode, bool) {
-	wasOut := prev.State != "" && prev.State != typesv1beta1.InSync
+	wasOut := prev.State != "" && prev.State != typesv1beta1.InSync && prev.State != typesv1beta1.RolloutPending
 	healed := res.healed.state != ""
 	if res.state != typesv1beta1.InSync || (!wasOut && !healed) {
 		return typesv1beta1.DriftEpisode{}, false

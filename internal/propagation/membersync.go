@@ -57,6 +57,11 @@ type clusterResult struct {
 	gone bool
 	// health of object, when it was judged.
 	health *health.Result
+	// target is the revision the cluster targets under a rollout in
+	// waves (0 otherwise); held, the versions of that earlier revision
+	// when it is not the latest.
+	target typesv1beta1.Revision
+	held   *render.Versions
 }
 
 func unreachable(name, message string) clusterResult {

@@ -91,6 +91,8 @@ type syncState struct {
 	results []clusterResult
 	// gone: the resource went away during the sync; nothing is reported.
 	gone bool
+	// rollout is the rollout stage's plan under spec.rollout Waves.
+	rollout *rolloutPlan
 }
 
 // reconcileNormal syncs fed: read, place, claim (the finalizer), apply,
@@ -115,13 +117,20 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err := r.claim(ctx, s); err != nil || s.gone {
 		return reconcile.Result{}, err
 	}
+	if err := r.planRollout(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
 	if err := r.applyCopies(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.recordVersions(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	return r.requeue(s.results), nil
+	res = r.requeue(s.results)
+	if s.rollout != nil && s.rollout.decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.decision.Requeue < res.RequeueAfter) {
+		res.RequeueAfter = s.rollout.decision.Requeue
+	}
+	return res, nil
 }
 
 // read is the first stage of a sync: the resource's spec, the joined
@@ -174,6 +183,9 @@ func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) (err error) 
 	s.in = newSyncInput(s.fed, s.spec, s.cpv, s.t)
 	s.in.joined = s.set
 	s.in.keptByNamespace = s.t.keptByNamespace
+	if err := s.rollout.heldInputs(s, s.in); err != nil {
+		return err
+	}
 	results := r.apply.syncAll(ctx, s.in, s.t.names, s.set)
 	results, s.t = dropGone(results, s.t)
 	s.results = append(results, r.apply.removeUnplaced(ctx, s.fed, s.t.names, s.cpv, s.set)...)

@@ -36,9 +36,11 @@ type reporter struct {
 
 // writeFederatedStatus writes the federated resource's status when it
 // changed.
-func (rep *reporter) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult) error {
+func (rep *reporter) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult, plan *rolloutPlan) error {
 	old := federatedStatusOf(fed)
-	next := federatedStatus(old, rep.typ, t, results, fed.GetGeneration(), metav1.NewTime(rep.now()))
+	now := metav1.NewTime(rep.now())
+	next := federatedStatus(old, rep.typ, t, results, fed.GetGeneration(), now)
+	rolloutStatus(&next, plan, fed.GetGeneration(), now)
 	return rep.patchFederatedStatus(ctx, fed, old, next)
 }
 
@@ -155,7 +157,8 @@ func (rep *reporter) synced(ctx context.Context, s *syncState) error {
 	rep.recordDrift(s.fed, s.in, s.results)
 	rep.recordFailures(s.fed, s.in, s.results)
 	rep.drifted.set(client.ObjectKeyFromObject(s.fed), s.results)
-	if err := rep.writeFederatedStatus(ctx, s.fed, s.t, s.results); err != nil {
+	rep.recordRollout(s.fed, s.rollout)
+	if err := rep.writeFederatedStatus(ctx, s.fed, s.t, s.results, s.rollout); err != nil {
 		return err
 	}
 	return rep.writePreferenceStatus(ctx, s.rsp, s.t)

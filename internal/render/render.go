@@ -30,10 +30,11 @@ type Spec struct {
 	Overrides      []typesv1beta1.ClusterOverride `json:"overrides,omitempty"`
 	RetainReplicas bool                           `json:"retainReplicas,omitempty"`
 	DriftPolicy    *typesv1beta1.DriftPolicy      `json:"driftPolicy,omitempty"`
+	Rollout        *typesv1beta1.Rollout          `json:"rollout,omitempty"`
 }
 
-// ParseSpec reads placement, overrides, retainReplicas and the drift
-// policy from obj.
+// ParseSpec reads placement, overrides, retainReplicas, the drift policy
+// and the rollout from obj.
 func ParseSpec(obj *unstructured.Unstructured) (Spec, error) {
 	var f Spec
 	spec, _, err := unstructured.NestedMap(obj.Object, "spec")

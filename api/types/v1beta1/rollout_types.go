@@ -181,8 +181,14 @@ const (
 	AnnotationChangeCause = "kubernetes.io/change-cause"
 
 	// LabelRevisionOf labels a ControllerRevision with the name of the
-	// federated resource it is a revision of.
-	LabelRevisionOf = "fedwarden.io/revision-of"
+	// federated resource it is a revision of, and LabelRevisionKind with
+	// its kind, lower-case (federateddeployment). A revision's data is
+	// {"template": spec.template, "overrides": spec.overrides}; its
+	// annotations AnnotationTemplateVersion and AnnotationOverrideVersion
+	// hold the versions the CPV gave that content, and
+	// AnnotationChangeCause the resource's, when it had one.
+	LabelRevisionOf   = "fedwarden.io/revision-of"
+	LabelRevisionKind = "fedwarden.io/revision-kind"
 
 	// FederatedRolledOut is True when every placed cluster has the latest
 	// revision as its target, False while a rollout goes on or halted.

@@ -56,7 +56,7 @@ func entries(cpvs []typesv1beta1.ClusterPropagatedVersion, cluster federatedtype
 			namespace = ""
 		}
 		for _, cv := range cpv.Status.ClusterVersions {
-			if cv.State == "" || cv.State == typesv1beta1.InSync {
+			if cv.State == "" || cv.State == typesv1beta1.InSync || cv.State == typesv1beta1.RolloutPending {
 				continue
 			}
 			out = append(out, Entry{

@@ -224,7 +224,7 @@ func placed(cpv typesv1beta1.ClusterPropagatedVersion) int {
 func driftedStates(cpv typesv1beta1.ClusterPropagatedVersion) []ClusterState {
 	out := []ClusterState{}
 	for _, cv := range cpv.Status.ClusterVersions {
-		if cv.State != "" && cv.State != typesv1beta1.InSync {
+		if cv.State != "" && cv.State != typesv1beta1.InSync && cv.State != typesv1beta1.RolloutPending {
 			out = append(out, ClusterState{Cluster: string(cv.ClusterName), State: cv.State})
 		}
 	}
@@ -237,7 +237,7 @@ func driftedStates(cpv typesv1beta1.ClusterPropagatedVersion) []ClusterState {
 func driftedSince(cpv typesv1beta1.ClusterPropagatedVersion) *metav1.Time {
 	var oldest *metav1.Time
 	for _, cv := range cpv.Status.ClusterVersions {
-		if cv.State == "" || cv.State == typesv1beta1.InSync || cv.DriftedSince == nil {
+		if cv.State == "" || cv.State == typesv1beta1.InSync || cv.State == typesv1beta1.RolloutPending || cv.DriftedSince == nil {
 			continue
 		}
 		if oldest == nil || cv.DriftedSince.Before(oldest) {

@@ -1,0 +1,251 @@
+package propagation
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/rollout"
+)
+
+// rolloutPlan is the rollout stage's decision for a resource whose
+// spec.rollout is Waves: the revision each placed cluster is to have, and
+// the sync inputs of the earlier revisions some are held at.
+type rolloutPlan struct {
+	decision rollout.Decision
+	// previous is the rollout status before this sync.
+	previous *typesv1beta1.RolloutStatus
+	// held are the sync inputs of the earlier revisions, by number, made
+	// from revs, the revisions kept.
+	held map[typesv1beta1.Revision]*syncInput
+	revs []rollout.Revision
+}
+
+// defaultRevisionHistory is how many revisions are kept when
+// spec.rollout.revisionHistoryLimit is unset.
+const defaultRevisionHistory = 10
+
+// planRollout is the rollout stage, between placement and apply: under
+// spec.rollout Waves it records the resource's current content as its
+// latest revision (a ControllerRevision), decides which revision each
+// placed cluster is to have, and prepares the inputs of the earlier ones.
+// Under All (the default) it does nothing: every cluster gets the latest.
+// It never removes a cluster from the placement: it only chooses which
+// revision a placed cluster's copy is written at.
+func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
+	s.rollout = nil
+	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
+		return nil
+	}
+	store := rollout.Store{Client: r.client, Reader: r.reader}
+	namespace := r.record.key(s.fed).Namespace
+	revs, err := store.List(ctx, s.fed, namespace)
+	if err != nil {
+		return err
+	}
+	v := render.NextVersions(s.cpv.Status, render.ContentHash(render.Template(s.fed)), render.OverridesHash(s.spec.Overrides, s.t.replicas))
+	latest, revs, err := store.Ensure(ctx, s.fed, namespace, revs, v)
+	if err != nil {
+		return err
+	}
+	waves, err := rollout.Waves(s.spec.Rollout, s.t.names, s.clusters)
+	if err != nil {
+		return reconcile.TerminalError(err)
+	}
+	plan := &rolloutPlan{previous: federatedStatusOf(s.fed).Rollout, held: map[typesv1beta1.Revision]*syncInput{}, revs: revs}
+	clusters, err := r.rolloutClusters(s, plan, revs, latest)
+	if err != nil {
+		return err
+	}
+	a := s.fed.GetAnnotations()
+	plan.decision = rollout.Decide(rollout.Input{
+		Spec: *s.spec.Rollout, Latest: latest.Number, Previous: plan.previous, Waves: waves, Clusters: clusters,
+		ApproveWave: a[typesv1beta1.AnnotationApproveWave], AllAtOnce: a[typesv1beta1.AnnotationAllAtOnce], Now: time.Now(),
+	})
+	keep := map[typesv1beta1.Revision]bool{latest.Number: true, plan.decision.Status.FromRevision: true}
+	for _, target := range plan.decision.Targets {
+		keep[target] = true
+	}
+	for _, c := range clusters {
+		keep[c.Target] = true
+	}
+	limit := defaultRevisionHistory
+	if n := s.spec.Rollout.RevisionHistoryLimit; n != nil {
+		limit = int(*n)
+	}
+	if err := store.Prune(ctx, namespace, revs, limit, keep); err != nil {
+		return err
+	}
+	s.rollout = plan
+	return nil
+}
+
+// rolloutClusters is what the rollout engine knows of each placed
+// cluster, from its CPV entry; it prepares the sync input of each earlier
+// revision a cluster targets, to tell whether the latest changes the
+// cluster's copy. A Pull cluster's agent renders only the latest
+// revision: it takes each revision at once.
+func (r *Reconciler) rolloutClusters(s *syncState, plan *rolloutPlan, revs []rollout.Revision, latest rollout.Revision) (map[string]rollout.Cluster, error) {
+	out := map[string]rollout.Cluster{}
+	for _, name := range s.t.names {
+		cv, _ := entryOf(s.cpv, name)
+		c := rollout.Cluster{Target: cv.TargetRevision, State: cv.State, Health: cv.Health, HealthReason: cv.HealthReason}
+		if c.State == typesv1beta1.RolloutPending {
+			c.State = typesv1beta1.InSync // in sync at its own target
+		}
+		if isPull(s.set[name]) {
+			c.Unchanged = true
+		} else if c.Target != 0 && c.Target != latest.Number {
+			unchanged, err := r.unchangedFor(s, plan, revs, latest, c.Target, name)
+			if err != nil {
+				return nil, err
+			}
+			c.Unchanged = unchanged
+		}
+		out[name] = c
+	}
+	return out, nil
+}
+
+// unchangedFor tells whether cluster's copy is the same at the latest
+// revision as at revision held; false when held is not kept any more.
+func (r *Reconciler) unchangedFor(s *syncState, plan *rolloutPlan, revs []rollout.Revision, latest rollout.Revision, held typesv1beta1.Revision, cluster string) (bool, error) {
+	in, err := plan.input(s, revs, held)
+	if err != nil || in == nil {
+		return false, err
+	}
+	var replicas *int32
+	if n, ok := s.t.replicas[cluster]; ok {
+		replicas = &n
+	}
+	was, err := render.For(r.typ.renderTarget(), in.fed, in.spec, cluster, replicas)
+	if err != nil {
+		return false, nil // the old revision does not render: not the same
+	}
+	now, err := render.For(r.typ.renderTarget(), s.fed, s.spec, cluster, replicas)
+	if err != nil {
+		return false, nil
+	}
+	return render.ContentHash(was.Object) == render.ContentHash(now.Object), nil
+}
+
+// input returns the sync input of revision n, nil when it is not kept.
+func (p *rolloutPlan) input(s *syncState, revs []rollout.Revision, n typesv1beta1.Revision) (*syncInput, error) {
+	if in, ok := p.held[n]; ok {
+		return in, nil
+	}
+	rev, ok := rollout.ByNumber(revs, n)
+	if !ok {
+		return nil, nil
+	}
+	fed := rollout.Apply(s.fed, rev)
+	spec, err := render.ParseSpec(fed)
+	if err != nil {
+		return nil, fmt.Errorf("reading revision %d of %s %s: %w", n, s.fed.GetKind(), s.fed.GetName(), err)
+	}
+	in := newSyncInput(fed, spec, s.cpv, s.t)
+	in.v = render.Versions{Template: rev.Versions.Template, Override: rev.Versions.Override}
+	p.held[n] = in
+	return in, nil
+}
+
+// heldInputs gives in, the latest revision's sync input, the inputs of the
+// clusters the plan holds at an earlier revision. A cluster whose earlier
+// revision is not kept any more gets the latest.
+func (p *rolloutPlan) heldInputs(s *syncState, in *syncInput) error {
+	if p == nil {
+		return nil
+	}
+	in.targets = map[string]typesv1beta1.Revision{}
+	in.held = map[string]*syncInput{}
+	for name, target := range p.decision.Targets {
+		in.targets[name] = target
+		if target == p.decision.Status.Revision {
+			continue
+		}
+		h, err := p.input(s, p.revs, target)
+		if err != nil {
+			return err
+		}
+		if h == nil {
+			in.targets[name] = p.decision.Status.Revision
+			continue
+		}
+		h.joined, h.keptByNamespace, h.resync, h.force = in.joined, in.keptByNamespace, in.resync, in.force
+		in.held[name] = h
+	}
+	return nil
+}
+
+// rolloutStatus sets the rollout's status and conditions in st; without
+// a plan (strategy All) it removes them.
+func rolloutStatus(st *typesv1beta1.FederatedStatus, p *rolloutPlan, generation int64, now metav1.Time) {
+	if p == nil {
+		st.Rollout = nil
+		meta.RemoveStatusCondition(&st.Conditions, typesv1beta1.FederatedRolledOut)
+		meta.RemoveStatusCondition(&st.Conditions, typesv1beta1.FederatedRolloutHalted)
+		return
+	}
+	d := p.decision
+	st.Rollout = d.Status.DeepCopy()
+	reason, message := typesv1beta1.ReasonRolloutComplete, fmt.Sprintf("every placed cluster targets revision %d", d.Status.Revision)
+	switch {
+	case d.Halt != nil:
+		reason, message = d.Halt.Reason, d.Halt.Message
+	case !d.Complete:
+		reason, message = typesv1beta1.ReasonRolloutProgressing, progressMessage(d.Status)
+	}
+	setCondition(&st.Conditions, typesv1beta1.FederatedRolledOut, d.Complete, reason, message, generation, now)
+	if d.Halt != nil {
+		setCondition(&st.Conditions, typesv1beta1.FederatedRolloutHalted, true, d.Halt.Reason, d.Halt.Message, generation, now)
+	} else {
+		setCondition(&st.Conditions, typesv1beta1.FederatedRolloutHalted, false, typesv1beta1.ReasonRolloutNotHalted, "the rollout is not halted", generation, now)
+	}
+}
+
+// progressMessage says which wave the rollout waits on, and why.
+func progressMessage(st typesv1beta1.RolloutStatus) string {
+	for _, w := range st.Waves {
+		if w.Phase != typesv1beta1.WaveComplete {
+			msg := fmt.Sprintf("revision %d from %d: wave %s is %s", st.Revision, st.FromRevision, w.Name, w.Phase)
+			if w.Message != "" {
+				msg += ": " + w.Message
+			}
+			return bounded(msg, 1024)
+		}
+	}
+	return fmt.Sprintf("revision %d", st.Revision)
+}
+
+// recordRollout emits an Event for each wave that started, and a Warning
+// when the rollout halts.
+func (rep *reporter) recordRollout(fed *unstructured.Unstructured, p *rolloutPlan) {
+	if p == nil || rep.recorder == nil {
+		return
+	}
+	for _, w := range p.decision.Started {
+		rep.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventWaveStarted, "Rollout", "revision %d: wave %s started", p.decision.Status.Revision, w)
+	}
+	if p.decision.Halt != nil && !wasHalted(p.previous, p.decision.Status.Revision) {
+		rep.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventRolloutHalted, "Rollout", "revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message)
+	}
+}
+
+func wasHalted(st *typesv1beta1.RolloutStatus, revision typesv1beta1.Revision) bool {
+	if st == nil || st.Revision != revision {
+		return false
+	}
+	for _, w := range st.Waves {
+		if w.Phase == typesv1beta1.WaveHalted {
+			return true
+		}
+	}
+	return false
+}
