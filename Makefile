@@ -4,6 +4,9 @@ SHELL := /usr/bin/env bash -o pipefail
 BIN := $(CURDIR)/bin
 CONTROLLER_GEN := $(BIN)/controller-gen
 STATICCHECK := $(BIN)/staticcheck
+# The browser the console's tests drive (test/fedtest/browser.go): Debian's
+# chromium, or the one FEDWARDEN_CHROMIUM names.
+CHROMIUM := $(or $(FEDWARDEN_CHROMIUM),/usr/bin/chromium)
 # The platforms besides Linux that make verify vets the module for (vet
 # type-checks every package and its tests, compiling what they import):
 # users run the CLI from macOS and Windows laptops. darwin/amd64 builds too, but
@@ -12,7 +15,7 @@ STATICCHECK := $(BIN)/staticcheck
 CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build tools generate verify test test-unit test-race fuzz bench-smoke bench up fmt vet clean
+.PHONY: all build tools browser generate verify test test-unit test-race fuzz bench-smoke bench up fmt vet clean
 
 all: build
 
@@ -20,9 +23,21 @@ all: build
 build:
 	go build -o $(BIN)/fedwarden ./cmd/fedwarden
 
-## tools: build the pinned kube-apiserver, kube-controller-manager, kubectl, etcd, controller-gen, helm, kyverno (CLI, admission, background and reports controllers), KubeFed v0.10.0 (controller manager, kubefedctl and its CRDs, for bench/bulk) and staticcheck into bin/ (only when their pin changed)
-tools:
+## tools: build the pinned kube-apiserver, kube-controller-manager, kubectl, etcd, controller-gen, helm, kyverno (CLI, admission, background and reports controllers), KubeFed v0.10.0 (controller manager, kubefedctl and its CRDs, for bench/bulk), KWOK (its controller and default Stages) and staticcheck into bin/ (only when their pin changed), and install the browser
+tools: browser
 	hack/tools/build.sh
+
+## browser: install Debian's chromium with apt-get (as root, else through sudo) unless $(CHROMIUM) is there already; the console's tests drive it headless, and make test fails without it
+browser:
+	@if [ -x "$(CHROMIUM)" ]; then echo "$(CHROMIUM) is installed"; exit 0; fi; \
+	if [ -n "$(FEDWARDEN_CHROMIUM)" ]; then echo "FEDWARDEN_CHROMIUM=$(FEDWARDEN_CHROMIUM) is not an executable file" >&2; exit 1; fi; \
+	if [ "$$(id -u)" = 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "cannot install chromium: not root and no sudo; install Debian's chromium package (apt-get install chromium) or set FEDWARDEN_CHROMIUM to a Chromium binary" >&2; exit 1; fi; \
+	echo "installing Debian's chromium (apt-get; about a minute), which the console's browser tests drive"; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null \
+		|| { echo "cannot install chromium with apt-get (see above); install Debian's chromium package or set FEDWARDEN_CHROMIUM to a Chromium binary" >&2; exit 1; }; \
+	[ -x "$(CHROMIUM)" ] || { echo "apt-get installed chromium, but $(CHROMIUM) is still missing" >&2; exit 1; }; \
+	echo "installed $$($(CHROMIUM) --version 2>/dev/null)"
 
 ## generate: deepcopy code and CRDs from the types under api/ (controller-gen is rebuilt when its pin changes), and the Helm chart's copies of the CRDs and of the admission policies (config/admission/policies)
 generate:
@@ -49,9 +64,9 @@ verify: generate
 		GOOS=$${p%/*} GOARCH=$${p#*/} go vet ./...; \
 	done
 
-## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd
+## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd, and the console's in headless Chromium (FEDWARDEN_REQUIRE_BROWSER=1: a missing browser fails them rather than skipping them)
 test: tools
-	FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
+	FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
@@ -83,7 +98,8 @@ FUZZ_TARGETS := \
 	internal/render:FuzzVersions \
 	internal/propagation:FuzzCPVStatus \
 	internal/drift:FuzzDetect \
-	internal/scheduler/plugins/replicadivision:FuzzAssign
+	internal/scheduler/plugins/replicadivision:FuzzAssign \
+	internal/health:FuzzEvaluate
 
 ## bench-smoke: every benchmark under bench/ once at a small size (FEDWARDEN_BENCH_SMOKE=1: a handful to a few dozen objects each), failing on wrong counts (objects that did not arrive, member or host writes beyond one per copy or beyond bench/RESULTS.md, edits not healed or reported) and never on times, so that the benchmarks keep working; go test runs one package's benchmarks at a time
 bench-smoke: tools

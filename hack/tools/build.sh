@@ -13,8 +13,10 @@ bin="$root/bin"
 mkdir -p "$bin"
 
 # Each tool: its module directory under hack/tools and the package to build.
-# kubefed-crds is not a binary: it copies the CustomResourceDefinitions from
-# the source of the pinned KubeFed module to bin/kubefed-crds.yaml.
+# kubefed-crds and kwok-stages are not binaries: they copy the
+# CustomResourceDefinitions from the source of the pinned KubeFed module to
+# bin/kubefed-crds.yaml, and KWOK's default Stages from the source of the
+# pinned KWOK module to bin/kwok-stages.yaml.
 declare -A module=(
 	[controller-gen]=controller-gen
 	[etcd]=etcd
@@ -25,6 +27,8 @@ declare -A module=(
 	[kubefed-controller-manager]=kubefed
 	[kubefed-crds]=kubefed
 	[kubefedctl]=kubefed
+	[kwok]=kwok
+	[kwok-stages]=kwok
 	[kyverno]=kyverno
 	[kyverno-admission]=kyverno
 	[kyverno-background]=kyverno
@@ -41,6 +45,8 @@ declare -A package=(
 	[kubefed-controller-manager]=sigs.k8s.io/kubefed/cmd/controller-manager
 	[kubefed-crds]=sigs.k8s.io/kubefed
 	[kubefedctl]=sigs.k8s.io/kubefed/cmd/kubefedctl
+	[kwok]=sigs.k8s.io/kwok/cmd/kwok
+	[kwok-stages]=sigs.k8s.io/kwok
 	[kyverno]=github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 	[kyverno-admission]=github.com/kyverno/kyverno/cmd/kyverno
 	[kyverno-background]=github.com/kyverno/kyverno/cmd/background-controller
@@ -92,15 +98,39 @@ copy_kubefed_crds() {
 	mv "$2.tmp" "$2"
 }
 
+# copy_kwok_stages writes to $2, as one multi-document YAML file (a kwok
+# --config), the Stages that kwokctl gives a KWOK controller that has none
+# configured, from the source of the KWOK module pinned in $1: its "fast"
+# Node and Pod stages, with the Lease heartbeat. The kwok binary alone starts
+# with none.
+copy_kwok_stages() {
+	local src f stages=(node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml)
+	src=$(cd "$1" && go mod download sigs.k8s.io/kwok && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)
+	: >"$2.tmp"
+	for f in "${stages[@]}"; do
+		[[ -f $src/kustomize/stage/$f ]] || { echo "no KWOK stage at $src/kustomize/stage/$f" >&2; return 1; }
+		{ echo "---"; cat "$src/kustomize/stage/$f"; } >>"$2.tmp"
+	done
+	chmod 0644 "$2.tmp"
+	mv "$2.tmp" "$2"
+}
+
+# copies names the tools that are copied files rather than binaries, and the
+# function that copies each (a change of the function copies again).
+declare -A copies=(
+	[kubefed-crds]=copy_kubefed_crds
+	[kwok-stages]=copy_kwok_stages
+)
+
 build() {
 	local name=$1
 	[[ -n "${module[$name]:-}" ]] || { echo "unknown tool $name (known: ${!module[*]})" >&2; return 1; }
 	local dir="$root/hack/tools/${module[$name]}" stamp="$bin/.$name.sum" want flags
+	local out="$bin/$name" copy=${copies[$name]:-}
 	flags=$(ldflags_of "$name")
-	want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$flags ${package[$name]}") | sha256sum | cut -d' ' -f1)
-	local out="$bin/$name"
-	[[ $name != kubefed-crds ]] || out="$bin/$name.yaml"
-	if [[ -e "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && [[ $name == kubefed-crds || -x "$out" ]]; then
+	want=$( (cat "$dir/go.mod" "$dir/go.sum"; echo "$flags ${package[$name]}"; [[ -z $copy ]] || declare -f "$copy") | sha256sum | cut -d' ' -f1)
+	[[ -z $copy ]] || out="$bin/$name.yaml"
+	if [[ -e "$out" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]] && [[ -n $copy || -x "$out" ]]; then
 		echo "bin/${out##*/} is up to date"
 		return
 	fi
@@ -115,8 +145,8 @@ build() {
 		echo "(a cold build of the kyverno CLI takes about 8 minutes on 2 cores, its three controllers 5 more)"
 	fi
 	local start=$SECONDS
-	if [[ $name == kubefed-crds ]]; then
-		copy_kubefed_crds "$dir" "$bin/$name.yaml"
+	if [[ -n $copy ]]; then
+		"$copy" "$dir" "$out"
 		echo "$want" >"$stamp"
 		echo "copied bin/$name.yaml"
 		return
@@ -128,5 +158,5 @@ build() {
 }
 
 tools=("$@")
-[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kubectl kubefed-controller-manager kubefedctl kubefed-crds kyverno kyverno-admission kyverno-background kyverno-reports staticcheck)
+[[ ${#tools[@]} -gt 0 ]] || tools=(controller-gen etcd helm kube-apiserver kube-controller-manager kubectl kubefed-controller-manager kubefedctl kubefed-crds kwok kwok-stages kyverno kyverno-admission kyverno-background kyverno-reports staticcheck)
 for t in "${tools[@]}"; do build "$t"; done

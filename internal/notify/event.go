@@ -29,6 +29,9 @@ const (
 	// Resolved: a drifted copy is in sync again by other means (the member
 	// reverted it, a new version or a resync overwrote it).
 	Resolved Kind = "io.fedwarden.drift.resolved"
+	// RolloutHalted: a rollout in waves stopped (a cluster Degraded at the
+	// new revision, or a wave past its deadline); Message says why.
+	RolloutHalted Kind = "io.fedwarden.rollout.halted"
 )
 
 const (
@@ -63,6 +66,8 @@ type Transition struct {
 	// drift ledger records it); Resync the kubefed.io/resync value acted on.
 	ResolvedBy typesv1beta1.Resolution
 	Resync     string
+	// Message says more, for RolloutHalted.
+	Message string
 }
 
 // CloudEvent is a CloudEvents 1.0 event in structured JSON mode.
@@ -90,6 +95,7 @@ type Data struct {
 	Remediation     typesv1beta1.Remediation `json:"remediation,omitempty"`
 	ResolvedBy      typesv1beta1.Resolution  `json:"resolvedBy,omitempty"`
 	Resync          string                   `json:"resync,omitempty"`
+	Message         string                   `json:"message,omitempty"`
 	ConsoleURL      string                   `json:"consoleURL,omitempty"`
 }
 
@@ -142,6 +148,7 @@ func data(t Transition, consoleBase *url.URL) Data {
 		Remediation:     t.Remediation,
 		ResolvedBy:      t.ResolvedBy,
 		Resync:          t.Resync,
+		Message:         t.Message,
 		ConsoleURL:      consoleLink(consoleBase, t),
 	}
 }

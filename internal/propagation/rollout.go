@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
@@ -233,8 +234,15 @@ func (rep *reporter) recordRollout(fed *unstructured.Unstructured, p *rolloutPla
 	for _, w := range p.decision.Started {
 		rep.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventWaveStarted, "Rollout", "revision %d: wave %s started", p.decision.Status.Revision, w)
 	}
-	if p.decision.Halt != nil && !wasHalted(p.previous, p.decision.Status.Revision) {
-		rep.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventRolloutHalted, "Rollout", "revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message)
+	if p.decision.Halt == nil || wasHalted(p.previous, p.decision.Status.Revision) {
+		return
+	}
+	rep.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventRolloutHalted, "Rollout", "revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message)
+	if rep.driftNotifier != nil {
+		rep.driftNotifier.Notify(notify.Transition{
+			Kind: notify.RolloutHalted, Federated: rep.typ.Federated, Resource: rep.typ.FederatedResource, Target: rep.typ.Target,
+			Namespace: fed.GetNamespace(), Name: fed.GetName(), Message: fmt.Sprintf("revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message),
+		})
 	}
 }
 

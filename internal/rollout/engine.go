@@ -71,6 +71,14 @@ const DefaultDeadline = 600 * time.Second
 // member events that call for a sync.
 const poll = 2 * time.Second
 
+// DegradedGrace is how long after its wave started a cluster Degraded at
+// the new revision does not halt the rollout yet: a copy judged on the
+// status its controller wrote for the previous revision (a Deployment
+// rolled back after its progress deadline passed still says
+// ProgressDeadlineExceeded until its controller has seen the new
+// template) is not the new revision's failure.
+const DegradedGrace = 15 * time.Second
+
 // Decide advances the rollout of in.Latest as far as the clusters allow:
 // a wave starts when the one before it is complete (and, with pause, once
 // approved); it is complete when each of its clusters has been Healthy
@@ -191,7 +199,7 @@ func (d *Decision) advance(in Input, i int) bool {
 // progress updates a started wave i from its clusters' entries.
 func (d *Decision) progress(in Input, i int) bool {
 	w, spec := &d.Status.Waves[i], in.Waves[i].Spec
-	if bad := in.degraded(in.Waves[i].Clusters); bad != "" {
+	if bad := in.degraded(in.Waves[i].Clusters); bad != "" && in.Now.Sub(w.StartedAt.Time) >= DegradedGrace {
 		w.Phase, w.Message = typesv1beta1.WaveHalted, bad
 		d.Halt = &Halt{Reason: typesv1beta1.ReasonClusterDegraded, Message: bad}
 		d.keepInFlight(in, i)

@@ -88,8 +88,13 @@ func TestDegradedHalts(t *testing.T) {
 	clusters["a"] = Cluster{Target: 2, State: typesv1beta1.InSync, Health: corev1beta1.HealthDegraded, HealthReason: "ProgressDeadlineExceeded"}
 	clusters["b"] = Cluster{Target: 2, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing}
 	prev := &typesv1beta1.RolloutStatus{Revision: 2, FromRevision: 1, Waves: []typesv1beta1.WaveStatus{{Name: "canary", Phase: typesv1beta1.WaveProgressing, StartedAt: &metav1.Time{Time: t0}}, {Name: "rest", Phase: typesv1beta1.WavePending}}}
-	in := Input{Spec: spec, Latest: 2, Previous: prev, Waves: waves, Clusters: clusters, Now: t0.Add(time.Minute)}
+	in := Input{Spec: spec, Latest: 2, Previous: prev, Waves: waves, Clusters: clusters, Now: t0.Add(DegradedGrace - time.Second)}
 	d := Decide(in)
+	if d.Halt != nil || d.Targets["c"] != 1 {
+		t.Fatalf("a cluster Degraded within DegradedGrace of its wave's start halted it, or the rollout went on: %+v", d)
+	}
+	in.Now = t0.Add(time.Minute)
+	d = Decide(in)
 	if d.Halt == nil || d.Halt.Reason != typesv1beta1.ReasonClusterDegraded || !strings.Contains(d.Halt.Message, "cluster a is Degraded at revision 2 (ProgressDeadlineExceeded)") {
 		t.Fatalf("halt = %+v", d.Halt)
 	}

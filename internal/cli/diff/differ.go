@@ -10,7 +10,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -23,15 +22,14 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
-	"github.com/fedwarden/fedwarden/internal/drift"
-	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/memberdiff"
 )
 
 // differ compares the copies of federated resources of one host.
 type differ struct {
 	host         client.Client
 	disco        discovery.DiscoveryInterface
-	members      *members
+	members      *memberdiff.Members
 	controlPlane string
 	timeout      time.Duration
 	// showSecrets prints a Secret's values rather than redacting them.
@@ -50,7 +48,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
 	}
 	return &differ{
-		host: c, disco: disco, members: newMembers(c, o.controlPlane, o.networks), controlPlane: o.controlPlane,
+		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, "fedwarden-diff"), controlPlane: o.controlPlane,
 		timeout: o.timeout, showSecrets: o.showSecrets, out: s.Out, errOut: s.ErrOut,
 	}, nil
 }
@@ -61,10 +59,8 @@ type federated struct {
 	kind resync.Kind
 	fed  *unstructured.Unstructured
 	cpv  *typesv1beta1.ClusterPropagatedVersion
-	// policy is the resource's spec.driftPolicy.
-	policy *typesv1beta1.DriftPolicy
-	// retainReplicas is its spec.retainReplicas: the member's replicas are kept.
-	retainReplicas bool
+	// res is what comparing its copies takes.
+	res *memberdiff.Resource
 }
 
 // describe names the resource in messages: FederatedDeployment shop/web.
@@ -93,7 +89,7 @@ func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster st
 	for _, pc := range placed {
 		v, err := d.compare(ctx, r, pc)
 		switch {
-		case errors.Is(err, errPullCluster):
+		case errors.Is(err, memberdiff.ErrPullCluster):
 			// Not read from here: what its agent reported is the answer.
 			report, drifted := agentReport(r.cpv, string(pc.Name))
 			fmt.Fprintf(d.errOut, "%s: Pull cluster, not read from the host; %s\n", pc.Name, report)
@@ -103,9 +99,9 @@ func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster st
 		case err != nil:
 			fmt.Fprintf(d.errOut, "%s: not compared: %v\n", pc.Name, err)
 			failed = append(failed, string(pc.Name))
-		case v.differs():
-			fmt.Fprintf(d.errOut, "%s: differs: %s\n", pc.Name, strings.Join(v.reasons, "; "))
-			if _, err := io.WriteString(d.out, v.text); err != nil {
+		case v.Differs():
+			fmt.Fprintf(d.errOut, "%s: differs: %s\n", pc.Name, strings.Join(v.Reasons, "; "))
+			if _, err := io.WriteString(d.out, v.Text); err != nil {
 				return err
 			}
 			differing = append(differing, string(pc.Name))
@@ -144,7 +140,7 @@ func (d *differ) federated(ctx context.Context, ref resync.Ref, namespace string
 	case err != nil:
 		return nil, fmt.Errorf("reading %s %s: %w", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name), err)
 	}
-	if r.policy, r.retainReplicas, err = federatedSpec(r.fed); err != nil {
+	if _, _, err = memberdiff.FederatedSpec(r.fed); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.describe(), err)
 	}
 	cpvKey := client.ObjectKey{Namespace: key.Namespace, Name: kind.Type.CPVName(key.Name)}
@@ -159,25 +155,10 @@ func (d *differ) federated(ctx context.Context, ref resync.Ref, namespace string
 	case err != nil:
 		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(cpvKey.Namespace, cpvKey.Name), err)
 	}
+	if r.res, err = memberdiff.NewResource(kind.Type, r.fed, r.cpv); err != nil {
+		return nil, fmt.Errorf("%s: %w", r.describe(), err)
+	}
 	return r, nil
-}
-
-// federatedSpec reads the drift policy and retainReplicas of a federated
-// resource's spec.
-func federatedSpec(fed *unstructured.Unstructured) (*typesv1beta1.DriftPolicy, bool, error) {
-	retain, _, err := unstructured.NestedBool(fed.Object, "spec", "retainReplicas")
-	if err != nil {
-		return nil, false, fmt.Errorf("reading spec.retainReplicas: %w", err)
-	}
-	raw, found, err := unstructured.NestedMap(fed.Object, "spec", "driftPolicy")
-	if err != nil || !found {
-		return nil, retain, err
-	}
-	policy := &typesv1beta1.DriftPolicy{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, policy); err != nil {
-		return nil, false, fmt.Errorf("reading spec.driftPolicy: %w", err)
-	}
-	return policy, retain, nil
 }
 
 // placedClusters returns the clusters to compare: those of the CPV, or
@@ -199,51 +180,8 @@ func placedClusters(r *federated, cluster string) ([]typesv1beta1.PlacedCluster,
 }
 
 // compare compares the resource's copy in one cluster.
-func (d *differ) compare(ctx context.Context, r *federated, pc typesv1beta1.PlacedCluster) (verdict, error) {
-	name := string(pc.Name)
-	desired, err := propagation.Desired(r.kind.Type, r.fed, name, pc.Replicas)
-	if err != nil {
-		return verdict{}, fmt.Errorf("rendering its copy: %w", err)
-	}
-	live, err := d.live(ctx, r, name, desired)
-	if err != nil {
-		return verdict{}, err
-	}
-	if r.retainReplicas {
-		retainReplicas(desired, live)
-	}
-	return compare(input{
-		location: name + "/" + describeKey(desired.GetNamespace(), desired.GetName()),
-		desired:  desired,
-		live:     live,
-		policy:   drift.PolicyFor(r.policy, name, typesv1beta1.RemediationEnforce),
-		versions: versions{template: string(r.cpv.Status.TemplateVersion), override: string(r.cpv.Status.OverrideVersion)},
-		redact:   isSecret(r.kind.Type.Target) && !d.showSecrets,
-	})
-}
-
-// live reads desired's object from the member: nil when it has none.
-func (d *differ) live(ctx context.Context, r *federated, cluster string, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	member, err := d.members.get(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, d.timeout)
-	defer cancel()
-	res := member.Dynamic.Resource(r.kind.Type.TargetResource)
-	var got *unstructured.Unstructured
-	if r.kind.Type.TargetNamespaced {
-		got, err = res.Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
-	} else {
-		got, err = res.Get(ctx, desired.GetName(), metav1.GetOptions{})
-	}
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.kind.Type.Target.Kind, describeKey(desired.GetNamespace(), desired.GetName()), cluster, err)
-	}
-	return got, nil
+func (d *differ) compare(ctx context.Context, r *federated, pc typesv1beta1.PlacedCluster) (memberdiff.Verdict, error) {
+	return memberdiff.Copy(ctx, memberdiff.Options{Members: d.members, Host: d.host, Timeout: d.timeout, ShowSecrets: d.showSecrets}, r.res, pc)
 }
 
 func names(placed []typesv1beta1.PlacedCluster) []string {

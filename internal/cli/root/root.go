@@ -13,6 +13,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/internal/cli/agent"
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/console"
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
 	"github.com/fedwarden/fedwarden/internal/cli/diff"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
@@ -55,6 +56,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	cmd.SetErr(s.ErrOut)
 	cmd.AddCommand(
 		agent.NewCommand(s),
+		console.NewCommand(s),
 		controllermanager.NewCommand(s),
 		diff.NewCommand(s),
 		disable.NewCommand(s),

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fedwarden/fedwarden/internal/cli/console"
 )
 
 // printNext says what is running and what to type next.
@@ -25,6 +27,7 @@ func (b *bringer) printNext(w io.Writer) {
 	fmt.Fprintln(w, "  kubectl get federatedclusters")
 	fmt.Fprintln(w, "  kubectl get fdeploy,cpv -A")
 	fmt.Fprintln(w, "  fedwarden status")
+	fmt.Fprintf(w, "  fedwarden console    # the web console, on %s\n", console.URL(console.DefaultAddress))
 	if b.opts.withSamples {
 		fmt.Fprintln(w, "\n  # Drift: change the sample in a member by hand, and watch Fedwarden write it back")
 		fmt.Fprintf(w, "  kubectl --kubeconfig %s -n demo set image deployment/web web=nginx:hand-edited\n", first.Kubeconfig)

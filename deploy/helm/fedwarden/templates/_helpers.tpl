@@ -99,3 +99,27 @@ app.kubernetes.io/name: {{ include "fedwarden.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: agent
 {{- end }}
+
+{{/*
+The name of the console's objects.
+*/}}
+{{- define "fedwarden.console.fullname" -}}
+{{- printf "%s-console" (include "fedwarden.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Labels of the console's objects.
+*/}}
+{{- define "fedwarden.console.labels" -}}
+{{ include "fedwarden.commonLabels" . }}
+{{ include "fedwarden.console.selectorLabels" . }}
+{{- end }}
+
+{{/*
+Labels that select the console's pods.
+*/}}
+{{- define "fedwarden.console.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "fedwarden.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: console
+{{- end }}

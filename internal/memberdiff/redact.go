@@ -1,4 +1,4 @@
-package diff
+package memberdiff
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ const minEmbedded = 4
 // secretFields are the fields of a Secret that hold its values.
 var secretFields = []string{"data", "stringData"}
 
-// isSecret tells whether gvk is the core Secret, whose values diff
-// redacts.
-func isSecret(gvk schema.GroupVersionKind) bool {
+// IsSecret tells whether gvk is the core Secret, whose values are
+// redacted.
+func IsSecret(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "" && gvk.Kind == "Secret"
 }
 

@@ -1,4 +1,4 @@
-package diff
+package memberdiff
 
 import (
 	"fmt"
@@ -18,54 +18,61 @@ import (
 // diffContext is the number of unchanged lines shown around each change.
 const diffContext = 3
 
-// versions are the template and override versions the host is at; empty
+// Versions are the template and override versions the host is at; empty
 // when unknown.
-type versions struct {
-	template, override string
+type Versions struct {
+	Template, Override string
 }
 
-// input is what comparing one cluster's copy takes.
-type input struct {
-	// location names the copy in the diff's headers: cluster/namespace/name.
-	location string
-	// desired is the rendered copy, without version annotations.
-	desired *unstructured.Unstructured
-	// live is the member's copy; nil when it has none.
-	live *unstructured.Unstructured
-	// policy is the drift policy in effect in the cluster.
-	policy drift.Policy
-	// versions the host is at.
-	versions versions
-	// redact replaces the values of a Secret by markers (redactSecret).
-	redact bool
+// Input is what comparing one cluster's copy takes.
+type Input struct {
+	// Location names the copy in the diff's headers: cluster/namespace/name.
+	Location string
+	// Desired is the rendered copy, without version annotations.
+	Desired *unstructured.Unstructured
+	// Live is the member's copy; nil when it has none.
+	Live *unstructured.Unstructured
+	// Policy is the drift policy in effect in the cluster.
+	Policy drift.Policy
+	// Versions the host is at.
+	Versions Versions
+	// Redact replaces the values of a Secret by markers (redactSecret).
+	Redact bool
 }
 
-// verdict is how one cluster's copy compares.
-type verdict struct {
-	// reasons say why the copy differs; none when it does not.
-	reasons []string
-	// text is the unified diff of a copy that differs.
-	text string
+// Verdict is how one cluster's copy compares.
+type Verdict struct {
+	// Reasons say why the copy differs; none when it does not.
+	Reasons []string
+	// Text is the unified diff of a copy that differs.
+	Text string
+	// Desired and Live are the two sides of that diff as shown: the live
+	// copy pruned to the fields the desired one sets, the fields the drift
+	// policy ignores left out of both, a Secret's values redacted. Live is
+	// nil when the member has no copy; both are nil when the copy does not
+	// differ.
+	Desired, Live map[string]any
 }
 
-func (v verdict) differs() bool { return len(v.reasons) > 0 }
+// Differs tells whether the copy differs.
+func (v Verdict) Differs() bool { return len(v.Reasons) > 0 }
 
-// compare tells whether in's live copy differs from the desired one, as
+// Compare tells whether in's live copy differs from the desired one, as
 // the controller tells drift, and, when it does, makes the diff to show.
-func compare(in input) (verdict, error) {
+func Compare(in Input) (Verdict, error) {
 	reasons, err := differences(in)
 	if err != nil || len(reasons) == 0 {
-		return verdict{}, err
+		return Verdict{}, err
 	}
-	shown := withVersions(in.desired, in.versions)
+	shown := withVersions(in.Desired, in.Versions)
 	var live map[string]any
-	hidden := slices.Clone(in.policy.IgnorePaths)
-	if in.live != nil {
-		live, _ = prune(in.live.Object, shown.Object, "").(map[string]any)
+	hidden := slices.Clone(in.Policy.IgnorePaths)
+	if in.Live != nil {
+		live, _ = prune(in.Live.Object, shown.Object, "").(map[string]any)
 		// Fields changed by a manager the policy ignores are left out too.
-		ignored, err := in.policy.Hidden(in.desired, in.live, propagation.FieldManager)
+		ignored, err := in.Policy.Hidden(in.Desired, in.Live, propagation.FieldManager)
 		if err != nil {
-			return verdict{}, fmt.Errorf("comparing: %w", err)
+			return Verdict{}, fmt.Errorf("comparing: %w", err)
 		}
 		hidden = append(hidden, ignored...)
 	}
@@ -73,24 +80,24 @@ func compare(in input) (verdict, error) {
 		remove(shown.Object, p)
 		remove(live, p)
 	}
-	if in.redact {
+	if in.Redact {
 		redactSecret(shown.Object, live)
 	}
-	text, err := unified(shown.Object, live, in.location)
+	text, err := unified(shown.Object, live, in.Location)
 	if err != nil {
-		return verdict{}, err
+		return Verdict{}, err
 	}
-	return verdict{reasons: reasons, text: text}, nil
+	return Verdict{Reasons: reasons, Text: text, Desired: shown.Object, Live: live}, nil
 }
 
 // differences returns why the live copy differs: it is missing, fields the
 // desired copy sets were changed by someone else outside the policy's
 // ignored paths and managers, or it carries other versions than the host's.
-func differences(in input) ([]string, error) {
-	if in.live == nil {
+func differences(in Input) ([]string, error) {
+	if in.Live == nil {
 		return []string{"missing"}, nil
 	}
-	changes, err := in.policy.Detect(in.desired, in.live, propagation.FieldManager)
+	changes, err := in.Policy.Detect(in.Desired, in.Live, propagation.FieldManager)
 	if err != nil {
 		return nil, fmt.Errorf("comparing: %w", err)
 	}
@@ -103,10 +110,10 @@ func differences(in input) ([]string, error) {
 		}
 		reasons = append(reasons, reason)
 	}
-	annotations := in.live.GetAnnotations()
+	annotations := in.Live.GetAnnotations()
 	for _, v := range []struct{ what, annotation, want string }{
-		{"template", typesv1beta1.AnnotationTemplateVersion, in.versions.template},
-		{"override", typesv1beta1.AnnotationOverrideVersion, in.versions.override},
+		{"template", typesv1beta1.AnnotationTemplateVersion, in.Versions.Template},
+		{"override", typesv1beta1.AnnotationOverrideVersion, in.Versions.Override},
 	} {
 		if got := annotations[v.annotation]; v.want != "" && got != v.want {
 			reasons = append(reasons, fmt.Sprintf("%s version %s, the host is at %s", v.what, orNone(got), v.want))
@@ -124,10 +131,10 @@ func orNone(s string) string {
 
 // withVersions returns a copy of desired annotated with the versions the
 // host is at, as the controller writes it.
-func withVersions(desired *unstructured.Unstructured, v versions) *unstructured.Unstructured {
+func withVersions(desired *unstructured.Unstructured, v Versions) *unstructured.Unstructured {
 	out := desired.DeepCopy()
 	annotations := out.GetAnnotations()
-	for key, value := range map[string]string{typesv1beta1.AnnotationTemplateVersion: v.template, typesv1beta1.AnnotationOverrideVersion: v.override} {
+	for key, value := range map[string]string{typesv1beta1.AnnotationTemplateVersion: v.Template, typesv1beta1.AnnotationOverrideVersion: v.Override} {
 		if value == "" {
 			continue
 		}
@@ -142,9 +149,9 @@ func withVersions(desired *unstructured.Unstructured, v versions) *unstructured.
 	return out
 }
 
-// retainReplicas keeps the live copy's replicas in desired, as the
+// RetainReplicas keeps the live copy's replicas in desired, as the
 // controller does for a resource with spec.retainReplicas.
-func retainReplicas(desired, live *unstructured.Unstructured) {
+func RetainReplicas(desired, live *unstructured.Unstructured) {
 	if live == nil {
 		return
 	}

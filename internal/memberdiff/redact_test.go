@@ -1,4 +1,4 @@
-package diff
+package memberdiff
 
 import (
 	"encoding/base64"
@@ -178,8 +178,8 @@ func secretKind() schema.GroupVersionKind {
 
 func TestIsSecret(t *testing.T) {
 	t.Parallel()
-	if !isSecret(secretKind()) || isSecret(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) ||
-		isSecret(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Secret"}) {
+	if !IsSecret(secretKind()) || IsSecret(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}) ||
+		IsSecret(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Secret"}) {
 		t.Error("isSecret must hold for the core Secret only")
 	}
 }
@@ -223,26 +223,26 @@ data: {password: c2VjcmV0LXBhc3N3b3JkLTE=, user: YWRtaW5pc3RyYXRvcg==}
 		{redact: false, revealed: []string{b64(password), b64(edited), b64(user)}},
 	}
 	for _, tt := range tests {
-		v, err := compare(input{location: "cluster-a/shop/db", desired: object(t, desiredYAML), live: live, policy: drift.Policy{}, redact: tt.redact})
+		v, err := Compare(Input{Location: "cluster-a/shop/db", Desired: object(t, desiredYAML), Live: live, Policy: drift.Policy{}, Redact: tt.redact})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(v.reasons, "; "); got != "changed /data/password (by kubectl-edit)" {
+		if got := strings.Join(v.Reasons, "; "); got != "changed /data/password (by kubectl-edit)" {
 			t.Errorf("redact=%v: reasons %q", tt.redact, got)
 		}
 		for _, w := range tt.want {
-			if !strings.Contains(v.text, w) {
-				t.Errorf("redact=%v: diff does not hold %q:\n%s", tt.redact, w, v.text)
+			if !strings.Contains(v.Text, w) {
+				t.Errorf("redact=%v: diff does not hold %q:\n%s", tt.redact, w, v.Text)
 			}
 		}
 		for _, s := range tt.secrets {
-			if strings.Contains(v.text, s) || strings.Contains(v.text, b64(s)) {
-				t.Errorf("redact=%v: diff shows the value %q:\n%s", tt.redact, s, v.text)
+			if strings.Contains(v.Text, s) || strings.Contains(v.Text, b64(s)) {
+				t.Errorf("redact=%v: diff shows the value %q:\n%s", tt.redact, s, v.Text)
 			}
 		}
 		for _, s := range tt.revealed {
-			if !strings.Contains(v.text, s) {
-				t.Errorf("redact=%v: diff does not show %q:\n%s", tt.redact, s, v.text)
+			if !strings.Contains(v.Text, s) {
+				t.Errorf("redact=%v: diff does not show %q:\n%s", tt.redact, s, v.Text)
 			}
 		}
 	}

@@ -1,0 +1,102 @@
+package console
+
+import (
+	"context"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// watched is one informer of a view: a kind listed and watched with the
+// view's identity, and the last error the API server gave the listing, so
+// that a page can say why it shows nothing.
+type watched struct {
+	// what names the objects for messages: "ClusterPropagatedVersions in all namespaces".
+	what     string
+	informer toolscache.SharedIndexInformer
+
+	mu  sync.Mutex
+	err error
+}
+
+// newWatched returns an informer of the kind of list, in namespace (all
+// when empty), through c. Objects lose their managedFields on the way in.
+func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Object, namespace, what string) *watched {
+	w := &watched{what: what}
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			err := c.List(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &opts})
+			w.setErr(err)
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			l := list.DeepCopyObject().(client.ObjectList)
+			return c.Watch(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &opts})
+		},
+	}
+	w.informer = toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{})
+	_ = w.informer.SetTransform(stripManagedFields)
+	// The error is shown on the pages that need the objects, not logged:
+	// a user without the rights would fill the log.
+	_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
+		w.setErr(err)
+	})
+	return w
+}
+
+func (w *watched) setErr(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.err = err
+}
+
+// problem says why the objects cannot be shown: the identity may not
+// list them, or the host refused otherwise; "" when the list worked.
+func (w *watched) problem() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.err == nil:
+		return ""
+	case apierrors.IsForbidden(w.err):
+		return "you may not list " + w.what + ": " + w.err.Error()
+	default:
+		return "listing " + w.what + ": " + w.err.Error()
+	}
+}
+
+// unauthorized tells whether the host no longer accepts the identity's
+// credentials (an expired token).
+func (w *watched) unauthorized() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return apierrors.IsUnauthorized(w.err)
+}
+
+// synced tells whether the informer has listed once.
+func (w *watched) synced() bool { return w.informer.HasSynced() }
+
+// stripManagedFields drops what the console never shows, to keep the
+// caches small: managed fields, the last-applied configuration, and a
+// CPV's conditions (its per-cluster entries say more).
+func stripManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a != nil {
+			delete(a, "kubectl.kubernetes.io/last-applied-configuration")
+		}
+	}
+	if cpv, ok := obj.(*typesv1beta1.ClusterPropagatedVersion); ok {
+		cpv.Status.Conditions = nil
+	}
+	return obj, nil
+}

@@ -1,0 +1,131 @@
+package memberdiff
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+)
+
+// Resource is a federated resource to compare, and what the host says of
+// it.
+type Resource struct {
+	// Type is its federated type.
+	Type propagation.Type
+	// Fed is the federated resource.
+	Fed *unstructured.Unstructured
+	// CPV is its ClusterPropagatedVersion.
+	CPV *typesv1beta1.ClusterPropagatedVersion
+	// Policy is its spec.driftPolicy.
+	Policy *typesv1beta1.DriftPolicy
+	// RetainReplicas is its spec.retainReplicas: the member's replicas are
+	// kept.
+	RetainReplicas bool
+}
+
+// NewResource returns the resource fed of type typ, tracked by cpv, with
+// the drift policy and retainReplicas of its spec.
+func NewResource(typ propagation.Type, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) (*Resource, error) {
+	policy, retain, err := FederatedSpec(fed)
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{Type: typ, Fed: fed, CPV: cpv, Policy: policy, RetainReplicas: retain}, nil
+}
+
+// FederatedSpec reads the drift policy and retainReplicas of a federated
+// resource's spec.
+func FederatedSpec(fed *unstructured.Unstructured) (*typesv1beta1.DriftPolicy, bool, error) {
+	retain, _, err := unstructured.NestedBool(fed.Object, "spec", "retainReplicas")
+	if err != nil {
+		return nil, false, fmt.Errorf("reading spec.retainReplicas: %w", err)
+	}
+	raw, found, err := unstructured.NestedMap(fed.Object, "spec", "driftPolicy")
+	if err != nil || !found {
+		return nil, retain, err
+	}
+	policy := &typesv1beta1.DriftPolicy{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, policy); err != nil {
+		return nil, false, fmt.Errorf("reading spec.driftPolicy: %w", err)
+	}
+	return policy, retain, nil
+}
+
+// Options say how to compare a copy.
+type Options struct {
+	// Members reaches the member clusters.
+	Members *Members
+	// Host reads the FederatedClusters and credentials, with the caller's
+	// identity.
+	Host client.Reader
+	// Timeout of the read of the member's copy.
+	Timeout time.Duration
+	// ShowSecrets shows a Secret's values rather than redacting them.
+	ShowSecrets bool
+}
+
+// Copy compares r's copy in the placed cluster pc: it renders the desired
+// copy as the controller does, reads the live one from the member, and
+// compares them. A Pull cluster gives an error wrapping ErrPullCluster.
+func Copy(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedCluster) (Verdict, error) {
+	name := string(pc.Name)
+	desired, err := propagation.Desired(r.Type, r.Fed, name, pc.Replicas)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("rendering its copy: %w", err)
+	}
+	live, err := readLive(ctx, o, r, name, desired)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if r.RetainReplicas {
+		RetainReplicas(desired, live)
+	}
+	return Compare(Input{
+		Location: name + "/" + describeKey(desired.GetNamespace(), desired.GetName()),
+		Desired:  desired,
+		Live:     live,
+		Policy:   drift.PolicyFor(r.Policy, name, typesv1beta1.RemediationEnforce),
+		Versions: Versions{Template: string(r.CPV.Status.TemplateVersion), Override: string(r.CPV.Status.OverrideVersion)},
+		Redact:   IsSecret(r.Type.Target) && !o.ShowSecrets,
+	})
+}
+
+// readLive reads desired's object from the member: nil when it has none.
+func readLive(ctx context.Context, o Options, r *Resource, cluster string, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	member, err := o.Members.Get(ctx, o.Host, cluster)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	res := member.Dynamic.Resource(r.Type.TargetResource)
+	var got *unstructured.Unstructured
+	if r.Type.TargetNamespaced {
+		got, err = res.Namespace(desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
+	} else {
+		got, err = res.Get(ctx, desired.GetName(), metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.Type.Target.Kind, describeKey(desired.GetNamespace(), desired.GetName()), cluster, err)
+	}
+	return got, nil
+}
+
+func describeKey(namespace, name string) string {
+	if namespace == "" {
+		return name
+	}
+	return namespace + "/" + name
+}

@@ -1,0 +1,341 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+)
+
+// imagePullFailed is a KWOK Stage that keeps a Pod of image nginx:bad
+// Pending, its container waiting on ErrImagePull, as a kubelet that cannot
+// pull the image does. Its weight makes KWOK choose it over the default
+// pod-ready Stage, which matches the same Pods.
+const imagePullFailed = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-image-pull-failed
+spec:
+  resourceRef: {apiGroup: v1, kind: Pod}
+  selector:
+    matchExpressions:
+    - {key: '.metadata.deletionTimestamp', operator: 'DoesNotExist'}
+    - {key: '.spec.containers[0].image', operator: 'In', values: ['nginx:bad']}
+    - {key: '.status.phase', operator: 'In', values: ['Pending']}
+  weight: 10000
+  next:
+    statusTemplate: |
+      conditions:
+      - type: Ready
+        status: "False"
+        reason: ContainersNotReady
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        state:
+          waiting:
+            reason: ErrImagePull
+            message: pull access denied for nginx
+      {{ end }}
+      phase: Pending
+`
+
+// rolloutBed is a federation of four members in two waves, each member
+// with a KWOK Node on which the Deployments' Pods become Ready (or, for
+// image nginx:bad, never do).
+type rolloutBed struct {
+	*localfed.Federation
+	host    client.Client
+	members map[string]client.Client
+	dir     string
+	cm      *controllerManager
+}
+
+var (
+	firstWave  = []string{"wave1-a", "wave1-b"}
+	secondWave = []string{"wave2-a", "wave2-b"}
+)
+
+func startRolloutBed(t *testing.T) *rolloutBed {
+	t.Helper()
+	f, err := localfed.Start(t.Context(), localfed.WithMemberNames(append(append([]string{}, firstWave...), secondWave...)...))
+	if err != nil {
+		t.Fatalf("starting a test bed: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := f.Stop(); err != nil {
+			t.Errorf("stopping the test bed: %v", err)
+		}
+	})
+	b := &rolloutBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, dir: t.TempDir()}
+	stage := filepath.Join(b.dir, "image-pull-failed.yaml")
+	if err := os.WriteFile(stage, []byte(imagePullFailed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range f.Members {
+		fedtest.RunKWOK(t, m, fedtest.WithKWOKStages(stage))
+		b.members[m.Name] = newClient(t, m.Config)
+	}
+	b.startControllerManager(t)
+	for _, m := range f.Members {
+		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
+			t.Fatalf("joining %s failed:\n%s", m.Name, r)
+		}
+	}
+	enableDeploymentsIn(t, b.host)
+	return b
+}
+
+func (b *rolloutBed) startControllerManager(t *testing.T) {
+	t.Helper()
+	cm, err := startControllerManager(b.Federation, b.dir, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.cm = cm
+	t.Cleanup(func() {
+		if err := cm.stop(); err != nil {
+			t.Error(err)
+		}
+		if t.Failed() {
+			dumpLog(cm.logPath)
+		}
+	})
+}
+
+// images returns each member's image of Deployment namespace/name.
+func (b *rolloutBed) images(ctx context.Context, namespace, name string) map[string]string {
+	out := map[string]string{}
+	for m, c := range b.members {
+		img, err := memberImage(ctx, c, namespace, name)
+		if err != nil {
+			img = err.Error()
+		}
+		out[m] = img
+	}
+	return out
+}
+
+// waitForImages waits until the members of each wave run the image given.
+func (b *rolloutBed) waitForImages(t *testing.T, namespace, name, first, second string) {
+	t.Helper()
+	eventually(t, 90*time.Second, fmt.Sprintf("the first wave at %s and the second at %s", first, second), func(ctx context.Context) (bool, string) {
+		imgs := b.images(ctx, namespace, name)
+		for _, m := range firstWave {
+			if imgs[m] != first {
+				return false, fmt.Sprint(imgs)
+			}
+		}
+		for _, m := range secondWave {
+			if imgs[m] != second {
+				return false, fmt.Sprint(imgs)
+			}
+		}
+		return true, ""
+	})
+}
+
+// setImage changes the FederatedDeployment's template image.
+func (b *rolloutBed) setImage(t *testing.T, namespace, name, image string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"spec":{"template":{"spec":{"containers":[{"name":"web","image":%q,"imagePullPolicy":"IfNotPresent"}]}}}}}}`, image)
+	fd := &unstructured.Unstructured{}
+	fd.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
+	fd.SetNamespace(namespace)
+	fd.SetName(name)
+	if err := b.host.Patch(t.Context(), fd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("setting the image to %s: %v", image, err)
+	}
+}
+
+// rolloutCondition returns the federated resource's condition typ.
+func (b *rolloutBed) rolloutCondition(ctx context.Context, namespace, name, typ string) (*typesv1beta1.RolloutStatus, string, error) {
+	_, st, err := federatedStatus(ctx, b.host, namespace, name)
+	if err != nil {
+		return nil, "", err
+	}
+	c := meta.FindStatusCondition(st.Conditions, typ)
+	if c == nil {
+		return st.Rollout, "", nil
+	}
+	return st.Rollout, fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message), nil
+}
+
+// waitRolledOut waits until RolledOut is True.
+func (b *rolloutBed) waitRolledOut(t *testing.T, namespace, name string) *typesv1beta1.RolloutStatus {
+	t.Helper()
+	var st *typesv1beta1.RolloutStatus
+	eventually(t, 120*time.Second, "the rollout to complete", func(ctx context.Context) (bool, string) {
+		var cond string
+		var err error
+		st, cond, err = b.rolloutCondition(ctx, namespace, name, typesv1beta1.FederatedRolledOut)
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.HasPrefix(cond, "True/"), cond
+	})
+	return st
+}
+
+// A new image rolls out wave by wave: the second wave stays at the
+// previous revision, RolloutPending and not drift, until the first is
+// Healthy and baked; a bad image halts after the first wave; a hand edit
+// in a held cluster is healed to its own revision; undo brings the first
+// wave back; pause holds a new revision until resume; and a controller
+// restart mid-rollout goes on where it was.
+func TestRolloutInWaves(t *testing.T) {
+	skipInShortMode(t)
+	t.Parallel()
+	b := startRolloutBed(t)
+	ns := testNamespace(t, b.host)
+	createObject(t, b.host, decode(t, fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: web, namespace: %s}
+spec:
+  template:
+    spec:
+      replicas: 1
+      progressDeadlineSeconds: 15
+      selector: {matchLabels: {app: web}}
+      template:
+        metadata: {labels: {app: web}}
+        spec:
+          nodeName: %s
+          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
+  placement: {clusters: [{name: wave1-a}, {name: wave1-b}, {name: wave2-a}, {name: wave2-b}]}
+  rollout:
+    strategy: Waves
+    progressDeadlineSeconds: 120
+    waves:
+    - {name: first, clusters: [wave1-a, wave1-b], bakeSeconds: 5}
+    - {name: second, clusters: [wave2-a, wave2-b]}
+`, ns, fedtest.KWOKNodeName)))
+	// A first revision has nothing to hold any cluster at: all at once.
+	b.waitForImages(t, ns, "web", "nginx:1.27", "nginx:1.27")
+	b.waitRolledOut(t, ns, "web")
+	for _, m := range append(append([]string{}, firstWave...), secondWave...) {
+		waitForEntry(t, b.host, ns, "deployment-web", m, func(cv typesv1beta1.ClusterVersion) bool {
+			return cv.Health == corev1beta1.HealthHealthy && cv.TargetRevision == 1
+		})
+	}
+
+	t.Run("a good image rolls wave by wave, the CPV showing the skew", func(t *testing.T) {
+		b.setImage(t, ns, "web", "nginx:1.28")
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.27")
+		for _, m := range secondWave {
+			held := waitForEntry(t, b.host, ns, "deployment-web", m, func(cv typesv1beta1.ClusterVersion) bool { return cv.TargetRevision == 1 })
+			if held.State != typesv1beta1.RolloutPending || held.TemplateVersion != "1" {
+				t.Errorf("%s during the first wave = %+v; want RolloutPending at template version 1", m, held)
+			}
+		}
+		cpv, err := cpvOf(t.Context(), b.host, ns, "deployment-web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cpv.Status.TemplateVersion != "2" || *cpv.Status.DriftedClusters != 0 {
+			t.Errorf("CPV status: template version %s, %d drifted; want 2 and none (held clusters are not drift)", cpv.Status.TemplateVersion, *cpv.Status.DriftedClusters)
+		}
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+		st := b.waitRolledOut(t, ns, "web")
+		if st.Revision != 2 || st.FromRevision != 1 || len(st.Waves) != 2 || st.Waves[0].HealthySince == nil {
+			t.Errorf("rollout status %+v", st)
+		}
+	})
+
+	t.Run("a bad image halts after the first wave, the second at the old revision and not drift", func(t *testing.T) {
+		b.setImage(t, ns, "web", "nginx:bad")
+		eventually(t, 90*time.Second, "the rollout to halt", func(ctx context.Context) (bool, string) {
+			_, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolloutHalted)
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.HasPrefix(cond, "True/"+typesv1beta1.ReasonClusterDegraded), cond
+		})
+		b.waitForImages(t, ns, "web", "nginx:bad", "nginx:1.28")
+		// Still halted later: the second wave never gets it.
+		time.Sleep(6 * time.Second)
+		b.waitForImages(t, ns, "web", "nginx:bad", "nginx:1.28")
+		if r := runFedwarden(t, "drift", "-n", ns, "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 || strings.Contains(r.stdout, "wave2") {
+			t.Errorf("fedwarden drift lists the held clusters as drift:\n%s", r)
+		}
+		waitForEvent(t, b.host, ns, "web", typesv1beta1.EventRolloutHalted, "Degraded")
+	})
+
+	t.Run("a hand edit in a held cluster is healed to its own revision", func(t *testing.T) {
+		editImage(t, b.members["wave2-a"], ns, "web", "nginx:hand-edit")
+		eventually(t, 30*time.Second, "wave2-a's image to be written back", func(ctx context.Context) (bool, string) {
+			img, err := memberImage(ctx, b.members["wave2-a"], ns, "web")
+			return err == nil && img == "nginx:1.28", fmt.Sprint(img, err)
+		})
+	})
+
+	t.Run("undo brings the first wave back", func(t *testing.T) {
+		b.setImage(t, ns, "web", "nginx:1.28") // the content of revision 2, as undo writes it
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+		st := b.waitRolledOut(t, ns, "web")
+		if st.Revision != 4 {
+			t.Errorf("after undo, revision %d; want 4 (revision 2's content, renumbered)", st.Revision)
+		}
+		_, cond, _ := b.rolloutCondition(t.Context(), ns, "web", typesv1beta1.FederatedRolloutHalted)
+		if !strings.HasPrefix(cond, "False/") {
+			t.Errorf("RolloutHalted = %s after undo", cond)
+		}
+	})
+
+	t.Run("pause holds a new revision until resume", func(t *testing.T) {
+		patchRollout(t, b.host, ns, "web", `{"spec":{"rollout":{"paused":true}}}`)
+		b.setImage(t, ns, "web", "nginx:1.29")
+		time.Sleep(6 * time.Second)
+		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
+		patchRollout(t, b.host, ns, "web", `{"spec":{"rollout":{"paused":false}}}`)
+		b.waitForImages(t, ns, "web", "nginx:1.29", "nginx:1.28")
+		b.waitRolledOut(t, ns, "web")
+	})
+
+	t.Run("a controller restart mid-rollout goes on where it was", func(t *testing.T) {
+		b.setImage(t, ns, "web", "nginx:1.30")
+		b.waitForImages(t, ns, "web", "nginx:1.30", "nginx:1.29")
+		before, _, err := b.rolloutCondition(t.Context(), ns, "web", typesv1beta1.FederatedRolledOut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.cm.stop(); err != nil {
+			t.Fatal(err)
+		}
+		b.startControllerManager(t)
+		b.waitForImages(t, ns, "web", "nginx:1.30", "nginx:1.30")
+		after := b.waitRolledOut(t, ns, "web")
+		if after.Revision != before.Revision || before.Waves[0].StartedAt == nil || !after.Waves[0].StartedAt.Equal(before.Waves[0].StartedAt) {
+			t.Errorf("the rollout started again after the restart: before %+v, after %+v", before, after)
+		}
+	})
+}
+
+// patchRollout merge-patches the FederatedDeployment namespace/name.
+func patchRollout(t *testing.T, c client.Client, namespace, name, patch string) {
+	t.Helper()
+	fd := &unstructured.Unstructured{}
+	fd.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
+	fd.SetNamespace(namespace)
+	fd.SetName(name)
+	if err := c.Patch(t.Context(), fd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("patching %s: %v", patch, err)
+	}
+}
