@@ -65,6 +65,8 @@ type rolloutBed struct {
 	members map[string]client.Client
 	dir     string
 	cm      *controllerManager
+	// ns is the test's namespace.
+	ns string
 }
 
 var (
@@ -204,6 +206,7 @@ func TestRolloutInWaves(t *testing.T) {
 	t.Parallel()
 	b := startRolloutBed(t)
 	ns := testNamespace(t, b.host)
+	b.ns = ns
 	createObject(t, b.host, decode(t, fmt.Sprintf(`
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedDeployment
@@ -252,6 +255,10 @@ spec:
 		if cpv.Status.TemplateVersion != "2" || *cpv.Status.DriftedClusters != 0 {
 			t.Errorf("CPV status: template version %s, %d drifted; want 2 and none (held clusters are not drift)", cpv.Status.TemplateVersion, *cpv.Status.DriftedClusters)
 		}
+		// fedwarden rollout status waits for it, as kubectl rollout status.
+		if r := b.rollout(t, "status", "--timeout", "120s"); r.code != 0 || !strings.Contains(r.stdout, "revision 2 (from revision 1)") {
+			t.Errorf("fedwarden rollout status: want exit 0 once rolled out\n%s", r)
+		}
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
 		st := b.waitRolledOut(t, ns, "web")
 		if st.Revision != 2 || st.FromRevision != 1 || len(st.Waves) != 2 || st.Waves[0].HealthySince == nil {
@@ -261,6 +268,9 @@ spec:
 
 	t.Run("a bad image halts after the first wave, the second at the old revision and not drift", func(t *testing.T) {
 		b.setImage(t, ns, "web", "nginx:bad")
+		if r := b.rollout(t, "status", "--timeout", "120s"); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "Degraded") {
+			t.Errorf("fedwarden rollout status of a halted rollout: want exit 1 saying a cluster is Degraded\n%s", r)
+		}
 		eventually(t, 90*time.Second, "the rollout to halt", func(ctx context.Context) (bool, string) {
 			_, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolloutHalted)
 			if err != nil {
@@ -287,7 +297,9 @@ spec:
 	})
 
 	t.Run("undo brings the first wave back", func(t *testing.T) {
-		b.setImage(t, ns, "web", "nginx:1.28") // the content of revision 2, as undo writes it
+		if r := b.rollout(t, "undo"); r.code != 0 {
+			t.Fatalf("fedwarden rollout undo:\n%s", r)
+		}
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
 		st := b.waitRolledOut(t, ns, "web")
 		if st.Revision != 4 {
@@ -300,13 +312,20 @@ spec:
 	})
 
 	t.Run("pause holds a new revision until resume", func(t *testing.T) {
-		patchRollout(t, b.host, ns, "web", `{"spec":{"rollout":{"paused":true}}}`)
+		if r := b.rollout(t, "pause"); r.code != 0 {
+			t.Fatalf("fedwarden rollout pause:\n%s", r)
+		}
 		b.setImage(t, ns, "web", "nginx:1.29")
 		time.Sleep(6 * time.Second)
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
-		patchRollout(t, b.host, ns, "web", `{"spec":{"rollout":{"paused":false}}}`)
+		if r := b.rollout(t, "resume"); r.code != 0 {
+			t.Fatalf("fedwarden rollout resume:\n%s", r)
+		}
 		b.waitForImages(t, ns, "web", "nginx:1.29", "nginx:1.28")
 		b.waitRolledOut(t, ns, "web")
+		if r := b.rollout(t, "history"); r.code != 0 || !strings.Contains(r.stdout, "REVISION") || !strings.Contains(r.stdout, "5 ") {
+			t.Errorf("fedwarden rollout history: want the revisions up to 5\n%s", r)
+		}
 	})
 
 	t.Run("a controller restart mid-rollout goes on where it was", func(t *testing.T) {
@@ -328,14 +347,9 @@ spec:
 	})
 }
 
-// patchRollout merge-patches the FederatedDeployment namespace/name.
-func patchRollout(t *testing.T, c client.Client, namespace, name, patch string) {
+// rollout runs fedwarden rollout SUBCOMMAND fdeploy/web in the test's
+// namespace.
+func (b *rolloutBed) rollout(t *testing.T, sub string, args ...string) result {
 	t.Helper()
-	fd := &unstructured.Unstructured{}
-	fd.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
-	fd.SetNamespace(namespace)
-	fd.SetName(name)
-	if err := c.Patch(t.Context(), fd, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
-		t.Fatalf("patching %s: %v", patch, err)
-	}
+	return runFedwarden(t, append([]string{"rollout", sub, "fdeploy/web", "-n", b.ns, "--host-kubeconfig", b.Host.Kubeconfig}, args...)...)
 }

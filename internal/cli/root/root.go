@@ -23,6 +23,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/migrate"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/cli/rollout"
 	"github.com/fedwarden/fedwarden/internal/cli/status"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
@@ -66,6 +67,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		join.NewCommand(s),
 		migrate.NewCommand(s),
 		resync.NewCommand(s),
+		rollout.NewCommand(s),
 		status.NewCommand(s),
 		unjoin.NewCommand(s),
 		up.NewCommand(s),
