@@ -22,6 +22,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/migrate"
+	"github.com/fedwarden/fedwarden/internal/cli/plan"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/rollout"
 	"github.com/fedwarden/fedwarden/internal/cli/status"
@@ -66,6 +67,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		federate.NewCommand(s),
 		join.NewCommand(s),
 		migrate.NewCommand(s),
+		plan.NewCommand(s),
 		resync.NewCommand(s),
 		rollout.NewCommand(s),
 		status.NewCommand(s),

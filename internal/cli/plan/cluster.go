@@ -1,0 +1,271 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// pullNoDryRun says why a Pull cluster has no dry run.
+const pullNoDryRun = "a Pull cluster: the host keeps no credentials for it, so no dry run; its agent applies the change, and the member's admission answers then"
+
+// planCluster plans the resource in one cluster: placed, it is rendered
+// and compared with the live copy; no longer placed, its copy is deleted.
+func (p *planner) planCluster(ctx context.Context, in *planInput, name string) Cluster {
+	c := Cluster{Name: name}
+	if !slices.Contains(in.placed.names, name) {
+		if _, recorded := in.previous[name]; recorded {
+			p.planRemoval(ctx, in, &c)
+		} else {
+			c.Action, c.Reason = ActionNotPlaced, in.placed.ruledOut(name)
+		}
+		return c
+	}
+	c.Placed = true
+	pc := in.placed.placedCluster(name)
+	c.Replicas = pc.Replicas
+	c.Wave, c.WaveNumber = in.rollout.waveOf(name)
+	desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, name, pc.Replicas)
+	if err != nil {
+		c.Action, c.Error = ActionUnknown, fmt.Sprintf("rendering its copy: %v", err)
+		return c
+	}
+	sc := newScrubber(in, desired)
+	c.Rendered = rendered(in, name, desired)
+	fc := in.joined[name]
+	switch {
+	case fc == nil:
+		c.Action, c.Reason = ActionUnknown, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name)
+	case fc.Spec.SyncMode == corev1beta1.SyncModePull:
+		planPull(in, &c, desired)
+	default:
+		p.planPush(ctx, in, &c, desired, sc)
+	}
+	if note := in.placed.keptReason(name); note != "" {
+		c.Reason += "; " + note
+	}
+	if fc != nil && c.Action.writes() && !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
+		c.Reason += "; the cluster is not Ready: the controller writes once it is"
+	}
+	sc.scrub(&c)
+	return c
+}
+
+// planPush plans a placed Push cluster: reads its copy, decides as the
+// controller would, and dry-runs the write in the member.
+func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desired *unstructured.Unstructured, sc *scrubber) {
+	member, live, err := p.readLive(ctx, in, c.Name, desired)
+	if err != nil {
+		c.Action, c.Error = ActionUnknown, err.Error()
+		return
+	}
+	sc.add(live)
+	policy := policyFor(in, c.Name, p.remediation)
+	prev, recorded := in.previous[c.Name]
+	d, err := decide(in, prev, recorded, desired, live, policy)
+	if err != nil {
+		c.Action, c.Error = ActionUnknown, err.Error()
+		return
+	}
+	c.Action, c.Reason = d.action, d.reason
+	timing(in, c, d.newRevision)
+	if !c.Action.writes() {
+		return
+	}
+	write := stamped(in, desired, live)
+	c.DryRun = p.dryRunApply(ctx, in, member, write)
+	if c.DryRun.Status == DryRunFailed {
+		c.Error = c.DryRun.Message
+	}
+	if c.Diff, err = diffText(in, c.Name, write, live, policy); err != nil {
+		c.Error = err.Error()
+	}
+	c.OverwritesDrift = overwrites(prev, recorded)
+}
+
+// planPull plans a placed Pull cluster from what its agent reported in the
+// CPV: the host cannot read it. desired is the copy planned there.
+func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured) {
+	c.Pull = true
+	prev, recorded := in.previous[c.Name]
+	switch {
+	case recorded && !in.force && agentHasCurrent(in, c.Name, prev, desired):
+		c.Action, c.Reason = ActionUnchanged, "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
+	case !recorded:
+		c.Action, c.Reason = ActionCreate, "its agent has reported no copy: it creates one"
+	case prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override:
+		c.Action, c.Reason = ActionUpdate, fmt.Sprintf("its agent reports template version %s, override version %s; it applies %s, %s",
+			orNone(string(prev.TemplateVersion)), orNone(string(prev.OverrideVersion)), in.v.Template, in.v.Override)
+	case in.force:
+		c.Action, c.Reason = ActionUpdate, "kubefed.io/resync has a new value: its agent writes the copy again"
+	default:
+		c.Action, c.Reason = ActionUnchanged, "its agent reports the current versions"
+	}
+	timing(in, c, c.Action == ActionCreate || prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override)
+	if c.Action.writes() {
+		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
+		c.OverwritesDrift = overwrites(prev, recorded)
+	}
+}
+
+// planRemoval plans a cluster the resource leaves: the controller deletes
+// its copy there.
+func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
+	why := "no longer placed (" + in.placed.ruledOut(c.Name) + ")"
+	fc := in.joined[c.Name]
+	switch {
+	case fc == nil:
+		c.Action, c.Reason = ActionUnchanged, why+"; the cluster left the federation: nothing is deleted there"
+		return
+	case fc.Spec.SyncMode == corev1beta1.SyncModePull:
+		c.Pull = true
+		c.Action, c.Reason, c.Now = ActionDelete, why+": its agent deletes its copy, as spec.removals of the ClusterPropagatedVersion tells it", true
+		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
+		return
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetName(in.s.fed.GetName())
+	if in.s.kind.Type.TargetNamespaced {
+		probe.SetNamespace(in.s.fed.GetNamespace())
+	}
+	member, live, err := p.readLive(ctx, in, c.Name, probe)
+	switch {
+	case err != nil:
+		c.Action, c.Error = ActionUnknown, err.Error()
+		return
+	case live == nil || live.GetLabels()[typesv1beta1.LabelManaged] != "true":
+		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy Fedwarden manages: nothing is deleted"
+		return
+	}
+	c.Action, c.Reason, c.Now = ActionDelete, why+": its copy is deleted", true
+	if in.s.kind.Type.IsNamespace() {
+		c.Reason = why + ": the namespace is deleted, or released when Fedwarden did not create it"
+		c.DryRun = &DryRun{Status: DryRunSkipped, Message: "a namespace's removal is not dry-run: whether it is deleted or released depends on who created it"}
+		return
+	}
+	c.DryRun = p.dryRunDelete(ctx, in, member, live)
+	if c.DryRun.Status == DryRunFailed {
+		c.Error = c.DryRun.Message
+	}
+}
+
+// readLive reads, with the credentials the host keeps for the cluster, the
+// member's object of obj's name: nil when it has none.
+func (p *planner) readLive(ctx context.Context, in *planInput, cluster string, obj *unstructured.Unstructured) (*clustercache.Member, *unstructured.Unstructured, error) {
+	member, err := p.members.Get(ctx, p.host, cluster)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	live, err := resource(in, member, obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return member, nil, nil
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading %s %s in cluster %s: %w", in.s.kind.Type.Target.Kind, describeKey(obj.GetNamespace(), obj.GetName()), cluster, err)
+	}
+	return member, live, nil
+}
+
+// resource is the member's API of the resource's target kind.
+func resource(in *planInput, member *clustercache.Member, namespace string) dynamic.ResourceInterface {
+	res := member.Dynamic.Resource(in.s.kind.Type.TargetResource)
+	if in.s.kind.Type.TargetNamespaced {
+		return res.Namespace(namespace)
+	}
+	return res
+}
+
+// renderTarget is what render needs of the resource's type.
+func renderTarget(in *planInput) render.Target {
+	t := in.s.kind.Type
+	return render.Target{Kind: t.Target, Namespaced: t.TargetNamespaced}
+}
+
+// stamped returns the object the controller would apply: desired, with the
+// member's replicas when the resource retains them, stamped with the
+// versions and desired's content hash.
+func stamped(in *planInput, desired, live *unstructured.Unstructured) *unstructured.Unstructured {
+	out := desired.DeepCopy()
+	if in.s.spec.RetainReplicas {
+		memberdiff.RetainReplicas(out, live)
+	}
+	annotations := out.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.Template)
+	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.Override)
+	annotations[typesv1beta1.AnnotationDesiredHash] = render.ContentHash(desired.Object)
+	out.SetAnnotations(annotations)
+	return out
+}
+
+// rendered is the copy as the report shows it: with the versions, a
+// Secret's values redacted.
+func rendered(in *planInput, cluster string, desired *unstructured.Unstructured) map[string]any {
+	v, err := memberdiff.Compare(memberdiff.Input{
+		Location: cluster, Desired: desired, Versions: memberdiff.Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
+		Redact: memberdiff.IsSecret(in.s.kind.Type.Target),
+	})
+	if err != nil {
+		return nil
+	}
+	return v.Desired
+}
+
+// overwrites is the drift a cluster's CPV entry records, which a write
+// overwrites; nil when none.
+func overwrites(prev typesv1beta1.ClusterVersion, recorded bool) *Drift {
+	if !recorded || (prev.State != typesv1beta1.ModifiedOutOfBand && prev.State != typesv1beta1.Missing) {
+		return nil
+	}
+	return &Drift{State: string(prev.State), ChangedPaths: nonNil(prev.ChangedPaths), ChangedBy: nonNil(prev.ChangedBy), DriftedSince: prev.DriftedSince}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+// agentHasCurrent tells whether a Pull cluster's copy is known to hold
+// desired's content already: its agent reports it InSync at the versions
+// the host's resource is at, and the host's resource renders there as
+// desired does. Its agent, which writes only content that changed, then
+// writes nothing.
+func agentHasCurrent(in *planInput, cluster string, prev typesv1beta1.ClusterVersion, desired *unstructured.Unstructured) bool {
+	if desired == nil || in.s.current == nil || in.s.cpv == nil {
+		return false
+	}
+	st := in.s.cpv.Status
+	if prev.State != typesv1beta1.InSync || prev.TemplateVersion != st.TemplateVersion || prev.OverrideVersion != st.OverrideVersion {
+		return false
+	}
+	spec, err := render.ParseSpec(in.s.current)
+	if err != nil {
+		return false
+	}
+	var replicas *int32
+	for _, pc := range in.s.cpv.Spec.Clusters {
+		if string(pc.Name) == cluster {
+			replicas = pc.Replicas
+		}
+	}
+	current, err := render.For(renderTarget(in), in.s.current, spec, cluster, replicas)
+	return err == nil && render.ContentHash(current.Object) == render.ContentHash(desired.Object)
+}

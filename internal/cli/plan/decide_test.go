@@ -1,0 +1,249 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	desired := deploymentCopy(2)
+	hash := render.ContentHash(desired.Object)
+	current := stampedCopy(desired, hash)
+	old := stampedCopy(deploymentCopy(3), "old-hash")
+	edited := stampedCopy(desired, hash)
+	_ = unstructured.SetNestedField(edited.Object, int64(5), "spec", "replicas")
+	edited.SetManagedFields([]metav1.ManagedFieldsEntry{{
+		Manager: "hand-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`),
+	}})
+	unmanaged := desired.DeepCopy()
+	unmanaged.SetLabels(nil)
+	written := typesv1beta1.ClusterVersion{ClusterName: "a", Version: "42", State: typesv1beta1.InSync}
+	enforce := drift.PolicyFor(nil, "a", typesv1beta1.RemediationEnforce)
+	alert := drift.PolicyFor(nil, "a", typesv1beta1.RemediationAlert)
+	tests := []struct {
+		name     string
+		live     *unstructured.Unstructured
+		recorded bool
+		policy   drift.Policy
+		force    bool
+		adopt    bool
+		want     Action
+		reason   string
+	}{
+		{name: "no copy", policy: enforce, want: ActionCreate, reason: "the cluster has no copy"},
+		{name: "deleted, Enforce", recorded: true, policy: enforce, want: ActionCreate, reason: "created again"},
+		{name: "deleted, Alert", recorded: true, policy: alert, want: ActionUnchanged, reason: "not recreated (remediation Alert)"},
+		{name: "deleted, Alert, resync", recorded: true, policy: alert, force: true, want: ActionCreate},
+		{name: "not managed", live: unmanaged, policy: enforce, want: ActionConflict, reason: "which Fedwarden does not manage"},
+		{name: "not managed, adopt", live: unmanaged, policy: enforce, adopt: true, want: ActionUpdate, reason: "takes the copy over"},
+		{name: "new content", live: old, recorded: true, policy: alert, want: ActionUpdate, reason: "template version 1 → 2"},
+		{name: "current", live: current, recorded: true, policy: enforce, want: ActionUnchanged, reason: "the copy is current"},
+		{name: "current, resync", live: current, recorded: true, policy: enforce, force: true, want: ActionUpdate, reason: "kubefed.io/resync"},
+		{name: "hand edit, Enforce", live: edited, recorded: true, policy: enforce, want: ActionUpdate, reason: "by hand-edit: /spec/replicas; written back"},
+		{name: "hand edit, Alert", live: edited, recorded: true, policy: alert, want: ActionUnchanged, reason: "left as it is (remediation Alert)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := testInput(tt.force, tt.adopt)
+			d, err := decide(in, written, tt.recorded, desired, tt.live, tt.policy)
+			if err != nil || d.action != tt.want || !strings.Contains(d.reason, tt.reason) {
+				t.Errorf("decide: %+v, %v; want %s with %q", d, err, tt.want, tt.reason)
+			}
+		})
+	}
+}
+
+func TestPlanWaves(t *testing.T) {
+	t.Parallel()
+	clusters := []corev1beta1.FederatedCluster{{}, {}, {}}
+	for i, name := range []string{"a", "b", "c"} {
+		clusters[i].Name = name
+	}
+	clusters[1].Labels = map[string]string{"tier": "canary"}
+	placed := []string{"a", "b", "c"}
+	tests := []struct {
+		name    string
+		rollout string
+		want    string
+	}{
+		{name: "no rollout", want: "all:a,b,c"},
+		{name: "strategy All", rollout: `{"strategy": "All", "waves": [{"clusters": ["a"]}]}`, want: "all:a,b,c"},
+		{name: "waves", rollout: `{"strategy": "Waves", "waves": [{"name": "canary", "clusterSelector": {"matchLabels": {"tier": "canary"}}}, {"clusters": ["c"]}]}`,
+			want: "canary:b wave-1:c rest:a"},
+	}
+	for _, tt := range tests {
+		fed := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{}}}
+		if tt.rollout != "" {
+			if err := fed.UnmarshalJSON([]byte(`{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "spec": {"rollout": ` + tt.rollout + `}}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spec, err := render.ParseSpec(fed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := planWaves(spec.Rollout, placed, clusters)
+		var got []string
+		for _, w := range r.Waves {
+			got = append(got, w.Name+":"+strings.Join(w.Clusters, ","))
+		}
+		if err != nil || strings.Join(got, " ") != tt.want {
+			t.Errorf("%s: %v, %v; want %s", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestScrubber(t *testing.T) {
+	t.Parallel()
+	in := testInput(false, false)
+	in.s.kind.Type.Target = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"data":       map[string]any{"password": "aHVudGVyMjIy"}, // hunter222
+		"stringData": map[string]any{"pin": "123", "token": "tok-abcdef"},
+	}}
+	sc := newScrubber(in, secret)
+	c := Cluster{Reason: "value hunter222 and tok-abcdef", DryRun: &DryRun{Message: "got aHVudGVyMjIy, pin 123"}}
+	sc.scrub(&c)
+	if c.Reason != "value <redacted> and <redacted>" || c.DryRun.Message != "got <redacted>, pin 123" {
+		t.Errorf("scrubbed: %q, %q", c.Reason, c.DryRun.Message)
+	}
+}
+
+// testInput is a planInput of a FederatedDeployment at template version 2,
+// override version 1.
+func testInput(force, adopt bool) *planInput {
+	fed := &unstructured.Unstructured{Object: map[string]any{}}
+	fed.SetName("web")
+	fed.SetNamespace("shop")
+	if adopt {
+		fed.SetAnnotations(map[string]string{typesv1beta1.AnnotationConflictResolution: typesv1beta1.ConflictResolutionAdopt})
+	}
+	return &planInput{
+		s: &subject{fed: fed, cpv: &typesv1beta1.ClusterPropagatedVersion{}, kind: resync.Kind{Type: propagation.Type{
+			Federated:        schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"},
+			Target:           schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
+			TargetNamespaced: true, FederatedNamespaced: true,
+		}}},
+		v:     render.Versions{Template: "2", Override: "1"},
+		force: force,
+	}
+}
+
+// deploymentCopy is a managed copy of replicas replicas.
+func deploymentCopy(replicas int64) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"spec": map[string]any{"replicas": replicas},
+	}}
+	u.SetName("web")
+	u.SetNamespace("shop")
+	u.SetLabels(map[string]string{typesv1beta1.LabelManaged: "true"})
+	return u
+}
+
+// stampedCopy is obj as written at template version 1, override 1, with
+// the content hash hash.
+func stampedCopy(obj *unstructured.Unstructured, hash string) *unstructured.Unstructured {
+	out := obj.DeepCopy()
+	out.SetAnnotations(map[string]string{
+		typesv1beta1.AnnotationTemplateVersion: "1", typesv1beta1.AnnotationOverrideVersion: "1", typesv1beta1.AnnotationDesiredHash: hash,
+	})
+	return out
+}
+
+func TestPlanPull(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		entry    *typesv1beta1.ClusterVersion
+		force    bool
+		want     Action
+		reason   string
+		overrode bool
+	}{
+		{name: "no report", want: ActionCreate, reason: "its agent has reported no copy"},
+		{name: "behind", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "1", OverrideVersion: "1", State: typesv1beta1.ModifiedOutOfBand, ChangedPaths: []string{"/spec/replicas"}},
+			want: ActionUpdate, reason: "its agent reports template version 1, override version 1; it applies 2, 1", overrode: true},
+		{name: "current", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, want: ActionUnchanged},
+		{name: "current, resync", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, force: true, want: ActionUpdate},
+	}
+	for _, tt := range tests {
+		in := testInput(tt.force, false)
+		in.previous = map[string]typesv1beta1.ClusterVersion{}
+		if tt.entry != nil {
+			in.previous["edge"] = *tt.entry
+		}
+		c := Cluster{Name: "edge"}
+		planPull(in, &c, nil)
+		skipped := c.DryRun != nil && c.DryRun.Status == DryRunSkipped && strings.Contains(c.DryRun.Message, "the host keeps no credentials")
+		if c.Action != tt.want || !strings.Contains(c.Reason, tt.reason) || !c.Pull || skipped != c.Action.writes() || (c.OverwritesDrift != nil) != tt.overrode {
+			t.Errorf("%s: %+v, want %s with %q", tt.name, c, tt.want, tt.reason)
+		}
+	}
+}
+
+// TestPlanPullOfUnchangedContent: a template change that an override
+// hides in a Pull cluster leaves its copy's content as it is: its agent
+// writes nothing.
+func TestPlanPullOfUnchangedContent(t *testing.T) {
+	t.Parallel()
+	const doc = `{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "metadata": {"name": "web", "namespace": "shop"},
+		"spec": {"overrides": [{"clusterName": "edge", "clusterOverrides": [{"path": "/spec/template/spec/containers/0/image", "value": "nginx:edge"}]}],
+		"template": {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "IMAGE"}]}}}}}}`
+	for _, tt := range []struct {
+		name, planned string
+		want          Action
+	}{
+		{name: "the image the override hides", planned: "nginx:1.26", want: ActionUnchanged},
+		{name: "the same template", planned: "nginx:1.25", want: ActionUnchanged},
+	} {
+		in := testInput(false, false)
+		in.s.current, in.s.fed = &unstructured.Unstructured{}, &unstructured.Unstructured{}
+		if err := in.s.current.UnmarshalJSON([]byte(strings.Replace(doc, "IMAGE", "nginx:1.25", 1))); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.s.fed.UnmarshalJSON([]byte(strings.Replace(doc, "IMAGE", tt.planned, 1))); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := render.ParseSpec(in.s.fed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.s.spec = spec
+		in.s.cpv.Status = typesv1beta1.ClusterPropagatedVersionStatus{TemplateVersion: "1", OverrideVersion: "1"}
+		in.previous = map[string]typesv1beta1.ClusterVersion{"edge": {ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}}
+		desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "edge", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := Cluster{Name: "edge"}
+		planPull(in, &c, desired)
+		if c.Action != tt.want || c.DryRun != nil {
+			t.Errorf("%s: %+v, want %s", tt.name, c, tt.want)
+		}
+		// Another cluster, which the template change reaches, is updated.
+		in.previous["core"] = typesv1beta1.ClusterVersion{ClusterName: "core", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}
+		core, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "core", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c = Cluster{Name: "core"}
+		planPull(in, &c, core)
+		if changed := tt.planned != "nginx:1.25"; (c.Action == ActionUpdate) != changed {
+			t.Errorf("%s: the cluster without the override: %+v", tt.name, c)
+		}
+	}
+}

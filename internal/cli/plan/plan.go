@@ -1,0 +1,232 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/scheduler"
+)
+
+// Exit codes, as `fedwarden diff` has them: 0 when nothing would change.
+const (
+	// exitChanges: at least one cluster would be written, or its member
+	// refuses the write.
+	exitChanges = 1
+	// exitError: something went wrong, or the command line is wrong
+	// (streams.ExitUsage is the same code).
+	exitError = 2
+)
+
+// Output formats of -o.
+const (
+	outputText = ""
+	outputJSON = "json"
+)
+
+// options are the flags and argument of plan.
+type options struct {
+	ref          resync.Ref
+	file         string
+	namespace    string
+	controlPlane string
+	host         kubeconfig.Source
+	timeout      time.Duration
+	output       string
+	plugins      string
+	remediation  string
+	memberNets   []string
+	networks     egress.Networks
+}
+
+const long = `Plan shows, before a change to a federated resource is applied, what the
+control plane would do in each member cluster, and writes nothing anywhere.
+
+With -f FILE, it plans the Federated<Kind> manifest in FILE (YAML or JSON, one
+object): a new resource, or a change to an existing one. With KIND/NAME, it
+plans the resource as the host has it now: what the controller would do next.
+
+For each cluster it shows:
+  - the placement: the scheduler's decision on the host's FederatedClusters,
+    with the plugin and reason that ruled each other cluster out, keeping the
+    copies the ClusterPropagatedVersion records as the controller does. Plan
+    has no capacity source: the Capacity plugin does not consider member
+    capacity here, and the report says so;
+  - the rollout wave the cluster falls in (spec.rollout; strategy All, or no
+    rollout, is one wave, "all"), and whether the change reaches it at the
+    controller's next sync or, under Waves, when its wave starts;
+  - what the controller would do: Create, Update, Delete or nothing
+    (Unchanged), and why;
+  - for a write, a server-side dry run in the member (apply with dryRun=All,
+    as the controller applies: field manager fedwarden, force), so that the
+    member's admission (ValidatingAdmissionPolicies, webhooks, quota, schema)
+    answers now: "REFUSED by the member: <message>" when it refuses;
+  - the diff of the live copy against the planned one, pruned to the fields
+    Fedwarden sets (as fedwarden diff shows them);
+  - the drift the write would overwrite, as the ClusterPropagatedVersion
+    records it (ModifiedOutOfBand or Missing, changed paths and by whom).
+
+A Secret's values are never printed: each value of data and stringData is
+shown as <redacted: N bytes>, as fedwarden diff does, and they are taken out
+of the members' messages.
+
+Members are reached with the credentials the host keeps for them, read with
+your identity in the host, as fedwarden diff does: you need get on
+FederatedClusters and on Secrets in the control-plane namespace. The host keeps
+no credentials for a Pull cluster: for it, the plan says what its agent would
+do, from the ClusterPropagatedVersion, without a dry run.
+
+KIND is the federated kind as kubectl takes it: FederatedDeployment,
+federateddeployments, fdeploy, or the kind it federates (deployment).
+
+Exit codes: 0 nothing would change anywhere, 1 at least one cluster would
+change or its member refuses the change, 2 error (bad flags or arguments, a
+file that cannot be read, a resource that does not exist, a host or member
+that cannot be reached).`
+
+const example = `  # What applying web.yaml would do, cluster by cluster
+  fedwarden plan -f web.yaml
+
+  # The same for CI: a JSON report, exit code 1 when anything changes
+  fedwarden plan -f web.yaml -o json
+
+  # What the controller would do next with the FederatedDeployment shop/web
+  fedwarden plan federateddeployment/web -n shop`
+
+// NewCommand returns `fedwarden plan`.
+func NewCommand(s streams.IO) *cobra.Command {
+	o := &options{}
+	cmd := cmdline.Setup(&cobra.Command{
+		Use:     "plan (-f FILE | KIND/NAME)",
+		Short:   "Show what a change to a federated resource would do in each member cluster, writing nothing",
+		Long:    long,
+		Example: example,
+		Args:    cmdline.MaxArgs(1, "the federated resource, as KIND/NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.setArgs(args); err != nil {
+				return streams.UsageError(err)
+			}
+			return exitCode(run(cmd.Context(), s, o))
+		},
+	})
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	f := cmd.Flags()
+	f.StringVarP(&o.file, "filename", "f", "", "a Federated<Kind> manifest, YAML or JSON, one object (- reads standard input): plan it instead of the resource the host has")
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the federated resource (default the manifest's, else the context's namespace, else default)")
+	f.StringVarP(&o.output, "output", "o", "", "output format: json (default: a report per cluster)")
+	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
+		"control-plane namespace of the host: the members' credential Secrets, and the ClusterPropagatedVersions of cluster-scoped resources")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host or a member may take")
+	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins, as the controller-manager's flag of that name")
+	f.StringVar(&o.remediation, "default-remediation", string(typesv1beta1.RemediationEnforce),
+		"the remediation of resources whose driftPolicy names none, as the controller-manager's flag of that name: Enforce or Alert")
+	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; "+
+		"a member outside them is reported as an error without being contacted (default: any address)")
+	return cmd
+}
+
+// setArgs takes KIND/NAME, or nothing with -f.
+func (o *options) setArgs(args []string) error {
+	switch {
+	case len(args) == 1 && o.file != "":
+		return fmt.Errorf("plan takes -f FILE or KIND/NAME, not both")
+	case len(args) == 0 && o.file == "":
+		return fmt.Errorf("plan needs -f FILE, a Federated<Kind> manifest, or KIND/NAME, a federated resource of the host")
+	case len(args) == 1:
+		ref, err := resync.ParseRef(args[0])
+		if err != nil {
+			return err
+		}
+		o.ref = ref
+	}
+	return nil
+}
+
+// validate checks the flags that need no cluster.
+func (o *options) validate() error {
+	var errs []error
+	if o.output != outputText && o.output != outputJSON {
+		errs = append(errs, fmt.Errorf("-o %s: unknown output format; plan prints json, or by default a report per cluster", o.output))
+	}
+	if msgs := validation.IsDNS1123Label(o.controlPlane); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--control-plane-namespace: %q is not a namespace name: %s", o.controlPlane, strings.Join(msgs, "; ")))
+	}
+	if o.namespace != "" {
+		if msgs := validation.IsDNS1123Label(o.namespace); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("-n: %q is not a namespace name: %s", o.namespace, strings.Join(msgs, "; ")))
+		}
+	}
+	if r := typesv1beta1.Remediation(o.remediation); r != typesv1beta1.RemediationEnforce && r != typesv1beta1.RemediationAlert {
+		errs = append(errs, fmt.Errorf("--default-remediation %s: must be Enforce or Alert", o.remediation))
+	}
+	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
+		errs = append(errs, fmt.Errorf("--plugins: %w", err))
+	}
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
+	networks, err := egress.ParseNetworks(o.memberNets)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--member-networks: %w", err))
+	}
+	o.networks = networks
+	return errors.Join(errs...)
+}
+
+func run(ctx context.Context, s streams.IO, o *options) error {
+	if err := o.validate(); err != nil {
+		return streams.UsageError(err)
+	}
+	var manifest *manifestObject
+	if o.file != "" {
+		m, err := readManifest(o.file, s.In)
+		if err != nil {
+			return streams.UsageError(err)
+		}
+		manifest = m
+	}
+	host, err := kubeconfig.Load(o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	namespace, err := resync.Namespace(o.namespace, o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	p, err := newPlanner(host, o)
+	if err != nil {
+		return err
+	}
+	sub, err := p.subject(ctx, o, manifest, namespace)
+	if err != nil {
+		return err
+	}
+	report, err := p.plan(ctx, sub)
+	if err != nil {
+		return err
+	}
+	if err := write(s.Out, o.output, report); err != nil {
+		return err
+	}
+	return outcome(report)
+}
+
+// exitCode gives err the exit code of an error of plan: any error that has
+// none is exitError, so that 1 only ever means "changes".
+func exitCode(err error) error {
+	var exit *streams.ExitError
+	if err == nil || errors.As(err, &exit) {
+		return err
+	}
+	return &streams.ExitError{Code: exitError, Err: err}
+}

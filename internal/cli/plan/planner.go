@@ -1,0 +1,72 @@
+package plan
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/scheduler"
+)
+
+// userAgent is the user agent of plan's requests to the members.
+const userAgent = "fedwarden-plan"
+
+// planner plans changes to the federated resources of one host. It only
+// reads the host, and sends the members nothing but reads and dry runs.
+type planner struct {
+	host         client.Reader
+	disco        discovery.DiscoveryInterface
+	members      *memberdiff.Members
+	scheduler    *scheduler.Scheduler
+	controlPlane string
+	timeout      time.Duration
+	// remediation is the default drift remediation of the controller.
+	remediation typesv1beta1.Remediation
+	// configs are the host's FederatedTypeConfigs, once subject has read
+	// them.
+	configs []corev1beta1.FederatedTypeConfig
+}
+
+func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
+	host.Config.Timeout = o.timeout
+	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+	}
+	// No capacity source: the Capacity plugin passes every cluster, and the
+	// report says that capacity was not considered.
+	sched, err := scheduler.New(o.plugins, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--plugins: %w", err)
+	}
+	return &planner{
+		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, userAgent), scheduler: sched,
+		controlPlane: o.controlPlane, timeout: o.timeout, remediation: typesv1beta1.Remediation(o.remediation),
+	}, nil
+}
+
+// scheme knows the Kubernetes kinds and Fedwarden's.
+var scheme = newScheme()
+
+func newScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(corev1beta1.AddToScheme(s))
+	utilruntime.Must(typesv1beta1.AddToScheme(s))
+	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
+	return s
+}

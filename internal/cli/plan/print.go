@@ -1,0 +1,121 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// write prints r in format: JSON, or the report per cluster.
+func write(w io.Writer, format string, r *Report) error {
+	if format == outputJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		// Diffs and redaction markers hold < and >: keep them readable.
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	}
+	var b strings.Builder
+	printHeader(&b, r)
+	for _, c := range r.Clusters {
+		b.WriteString("\n")
+		printCluster(&b, r, c)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// printHeader says what is planned, where it goes and in which waves.
+func printHeader(b *strings.Builder, r *Report) {
+	what := "a change to the resource the host has"
+	switch {
+	case r.Source == "host":
+		what = "as the host has it: what the controller does next"
+	case r.New:
+		what = "a new resource: the host does not have it"
+	}
+	fmt.Fprintf(b, "Plan for %s (%s)\n", r.describe(), what)
+	fmt.Fprintf(b, "Versions: template %s, override %s\n", r.Versions.Template, r.Versions.Override)
+	fmt.Fprintf(b, "Placement: %s\n", r.Placement.Message)
+	b.WriteString("  Member capacity was not considered: plan has no capacity source, so the Capacity plugin passed every cluster.\n")
+	fmt.Fprintf(b, "Rollout: %s", r.Rollout.Strategy)
+	if r.Rollout.Paused {
+		b.WriteString(" (paused: no cluster gets a new revision until it is resumed)")
+	}
+	b.WriteString("\n")
+	for i, w := range r.Rollout.Waves {
+		fmt.Fprintf(b, "  wave %d/%d %s: %s%s\n", i+1, len(r.Rollout.Waves), w.Name, orNoCluster(w.Clusters), waveNotes(w))
+	}
+}
+
+// waveNotes says how a wave waits, if it does.
+func waveNotes(w Wave) string {
+	var notes []string
+	if w.Pause {
+		notes = append(notes, "waits for approval")
+	}
+	if w.BakeSeconds > 0 {
+		notes = append(notes, fmt.Sprintf("bakes %ds", w.BakeSeconds))
+	}
+	if w.MaxUnavailable != nil {
+		notes = append(notes, fmt.Sprintf("%d at a time", *w.MaxUnavailable))
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(notes, ", ") + ")"
+}
+
+// printCluster prints one cluster's plan.
+func printCluster(b *strings.Builder, r *Report, c Cluster) {
+	fmt.Fprintf(b, "%s: %s", c.Name, c.Action)
+	if c.Placed {
+		if c.WaveNumber > 0 {
+			fmt.Fprintf(b, ", wave %d/%d %s", c.WaveNumber, len(r.Rollout.Waves), c.Wave)
+		}
+		if c.Replicas != nil {
+			fmt.Fprintf(b, ", %d replicas", *c.Replicas)
+		}
+	}
+	if c.Pull {
+		b.WriteString(" (Pull cluster)")
+	}
+	b.WriteString("\n")
+	if c.Reason != "" {
+		fmt.Fprintf(b, "  why: %s\n", c.Reason)
+	}
+	if c.Error != "" {
+		fmt.Fprintf(b, "  error: %s\n", c.Error)
+	}
+	if d := c.DryRun; d != nil {
+		switch d.Status {
+		case DryRunAllowed:
+			b.WriteString("  dry run: allowed by the member\n")
+		case DryRunRefused:
+			fmt.Fprintf(b, "  dry run: REFUSED by the member: %s\n", d.Message)
+		case DryRunSkipped:
+			fmt.Fprintf(b, "  dry run: skipped: %s\n", d.Message)
+		case DryRunFailed:
+			b.WriteString("  dry run: failed (see the error)\n")
+		}
+	}
+	if d := c.OverwritesDrift; d != nil {
+		fmt.Fprintf(b, "  overwrites drift: %s", d.State)
+		if len(d.ChangedPaths) > 0 {
+			fmt.Fprintf(b, " at %s", strings.Join(d.ChangedPaths, ", "))
+		}
+		if len(d.ChangedBy) > 0 {
+			fmt.Fprintf(b, " (changed by %s)", strings.Join(d.ChangedBy, ", "))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(c.Diff)
+}
+
+func orNoCluster(names []string) string {
+	if len(names) == 0 {
+		return "no cluster"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,246 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedwarden/fedwarden/internal/cli/streams"
+)
+
+// Report is the plan of one federated resource: what -o json prints
+// (docs/plan.md documents its shape). Every key is always present; lists
+// are empty rather than null.
+type Report struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Source is "file" for -f, "host" for KIND/NAME.
+	Source string `json:"source"`
+	// New: the host does not have the resource yet.
+	New bool `json:"new"`
+	// Versions are those the controller would stamp the copies with.
+	Versions  Versions  `json:"versions"`
+	Placement Placement `json:"placement"`
+	Rollout   Rollout   `json:"rollout"`
+	// Clusters are every joined cluster and every cluster the resource is
+	// or was placed on, sorted by name.
+	Clusters []Cluster `json:"clusters"`
+	Summary  Summary   `json:"summary"`
+}
+
+// Versions are a template and an override version.
+type Versions struct {
+	Template string `json:"template"`
+	Override string `json:"override"`
+}
+
+// Placement is the scheduler's decision.
+type Placement struct {
+	// Scheduled is false when no decision could be made: the resource then
+	// stays where it is.
+	Scheduled bool `json:"scheduled"`
+	// Message says it as the Scheduled condition would.
+	Message string `json:"message"`
+	// Clusters are the placed clusters.
+	Clusters []string `json:"clusters"`
+	// RuledOut are the clusters a plugin ruled out, with its reasons.
+	RuledOut []Verdict `json:"ruledOut"`
+	// CapacityConsidered is false: plan has no source of member capacity,
+	// so the Capacity plugin passes every cluster.
+	CapacityConsidered bool `json:"capacityConsidered"`
+}
+
+// Verdict is what a scheduler plugin said of a cluster.
+type Verdict struct {
+	Cluster string   `json:"cluster"`
+	Plugin  string   `json:"plugin"`
+	Reasons []string `json:"reasons"`
+}
+
+// Rollout is spec.rollout's waves over the placed clusters.
+type Rollout struct {
+	// Strategy is All (one wave, "all") or Waves.
+	Strategy string `json:"strategy"`
+	Paused   bool   `json:"paused"`
+	Waves    []Wave `json:"waves"`
+}
+
+// Wave is one wave with the placed clusters it chose.
+type Wave struct {
+	Name           string   `json:"name"`
+	Clusters       []string `json:"clusters"`
+	Pause          bool     `json:"pause"`
+	BakeSeconds    int32    `json:"bakeSeconds"`
+	MaxUnavailable *int32   `json:"maxUnavailable"`
+}
+
+// Action is what the controller would do in a cluster.
+type Action string
+
+const (
+	// ActionCreate: the cluster has no copy; one is written.
+	ActionCreate Action = "Create"
+	// ActionUpdate: the copy is written over.
+	ActionUpdate Action = "Update"
+	// ActionDelete: the resource leaves the cluster; its copy is deleted.
+	ActionDelete Action = "Delete"
+	// ActionUnchanged: nothing is written.
+	ActionUnchanged Action = "Unchanged"
+	// ActionConflict: the cluster has an object of that name that
+	// Fedwarden does not manage; nothing is written.
+	ActionConflict Action = "Conflict"
+	// ActionNotPlaced: the resource does not go there, and has no copy.
+	ActionNotPlaced Action = "NotPlaced"
+	// ActionUnknown: the cluster could not be planned (see error).
+	ActionUnknown Action = "Unknown"
+)
+
+// writes tells whether the action writes to the member.
+func (a Action) writes() bool {
+	return a == ActionCreate || a == ActionUpdate || a == ActionDelete
+}
+
+// Cluster is the plan of one cluster.
+type Cluster struct {
+	Name   string `json:"name"`
+	Placed bool   `json:"placed"`
+	// Replicas are the scheduler's, when it divides them.
+	Replicas *int32 `json:"replicas"`
+	// Wave is the wave the cluster falls in, WaveNumber its place from 1;
+	// "" and 0 for a cluster that is not placed.
+	Wave       string `json:"wave"`
+	WaveNumber int    `json:"waveNumber"`
+	Action     Action `json:"action"`
+	// Now: the controller makes the write at its next sync; false for a
+	// write a rollout in waves holds back until the cluster's wave starts,
+	// and when nothing is written.
+	Now bool `json:"now"`
+	// Reason says why.
+	Reason string `json:"reason"`
+	// Pull: the cluster's agent applies the change; the host cannot read
+	// or dry-run it.
+	Pull bool `json:"pull"`
+	// DryRun is the member's answer to the write; null when nothing is
+	// written.
+	DryRun *DryRun `json:"dryRun"`
+	// Diff is the unified diff of the live copy (---) against the planned
+	// one (+++), as YAML, pruned to the fields Fedwarden sets; "" when
+	// nothing would change or the live copy could not be read.
+	Diff string `json:"diff"`
+	// Rendered is the copy the controller would write (a Secret's values
+	// redacted); null for a cluster that is not placed.
+	Rendered map[string]any `json:"rendered"`
+	// OverwritesDrift is the drift the ClusterPropagatedVersion records in
+	// the cluster and the write would overwrite; null when none.
+	OverwritesDrift *Drift `json:"overwritesDrift"`
+	// Error says why the cluster could not be planned; "" when it was.
+	Error string `json:"error"`
+}
+
+// DryRunStatus is how a member answered the dry run.
+type DryRunStatus string
+
+const (
+	// DryRunAllowed: the member would take the write.
+	DryRunAllowed DryRunStatus = "Allowed"
+	// DryRunRefused: the member refuses it: admission, quota, schema or
+	// rights.
+	DryRunRefused DryRunStatus = "Refused"
+	// DryRunSkipped: no dry run could tell (see message).
+	DryRunSkipped DryRunStatus = "Skipped"
+	// DryRunFailed: the member could not be asked (see the cluster's
+	// error).
+	DryRunFailed DryRunStatus = "Failed"
+)
+
+// DryRun is the member's answer to a server-side dry run of the write.
+type DryRun struct {
+	Status  DryRunStatus `json:"status"`
+	Allowed bool         `json:"allowed"`
+	Message string       `json:"message"`
+}
+
+// Drift is a cluster's drift as its CPV entry records it.
+type Drift struct {
+	State        string       `json:"state"`
+	ChangedPaths []string     `json:"changedPaths"`
+	ChangedBy    []string     `json:"changedBy"`
+	DriftedSince *metav1.Time `json:"driftedSince"`
+}
+
+// Summary counts the clusters by outcome.
+type Summary struct {
+	// Changes are the clusters that would be written.
+	Changes []string `json:"changes"`
+	// Refused are those whose member refuses the write.
+	Refused []string `json:"refused"`
+	// Conflicts are those with an object Fedwarden does not manage.
+	Conflicts []string `json:"conflicts"`
+	// Errors are those that could not be planned.
+	Errors []string `json:"errors"`
+}
+
+// summarize fills r.Summary from its clusters.
+func (r *Report) summarize() {
+	r.Summary = Summary{Changes: []string{}, Refused: []string{}, Conflicts: []string{}, Errors: []string{}}
+	for _, c := range r.Clusters {
+		if c.Action.writes() {
+			r.Summary.Changes = append(r.Summary.Changes, c.Name)
+		}
+		if c.DryRun != nil && c.DryRun.Status == DryRunRefused {
+			r.Summary.Refused = append(r.Summary.Refused, c.Name)
+		}
+		if c.Action == ActionConflict {
+			r.Summary.Conflicts = append(r.Summary.Conflicts, c.Name)
+		}
+		if c.Error != "" {
+			r.Summary.Errors = append(r.Summary.Errors, c.Name)
+		}
+	}
+}
+
+// describe names the resource: FederatedDeployment shop/web.
+func (r *Report) describe() string {
+	return r.Kind + " " + describeKey(r.Namespace, r.Name)
+}
+
+// outcome is the error plan ends with: exit code 2 when a cluster could not
+// be planned, 1 when one would change, is refused or conflicts, else nil.
+func outcome(r *Report) error {
+	s := r.Summary
+	switch {
+	case len(s.Errors) > 0:
+		return &streams.ExitError{Code: exitError, Err: fmt.Errorf("%s could not be planned in %s: %s",
+			r.describe(), clusters(len(s.Errors)), join(s.Errors))}
+	case len(s.Changes)+len(s.Refused)+len(s.Conflicts) > 0:
+		var parts []string
+		if len(s.Changes) > 0 {
+			parts = append(parts, fmt.Sprintf("would change %s: %s", clusters(len(s.Changes)), join(s.Changes)))
+		}
+		if len(s.Refused) > 0 {
+			parts = append(parts, fmt.Sprintf("REFUSED by the member in %s: %s", clusters(len(s.Refused)), join(s.Refused)))
+		}
+		if len(s.Conflicts) > 0 {
+			parts = append(parts, fmt.Sprintf("conflicts with an object Fedwarden does not manage in %s: %s", clusters(len(s.Conflicts)), join(s.Conflicts)))
+		}
+		return &streams.ExitError{Code: exitChanges, Err: errors.New(r.describe() + " " + strings.Join(parts, "; "))}
+	}
+	return nil
+}
+
+// clusters says "1 cluster", "2 clusters".
+func clusters(n int) string {
+	if n == 1 {
+		return "1 cluster"
+	}
+	return fmt.Sprintf("%d clusters", n)
+}
+
+func join(names []string) string { return strings.Join(names, ", ") }
+
+func joinReasons(reasons []string) string { return strings.Join(reasons, "; ") }
+
+func joinWith(s []string, sep string) string { return strings.Join(s, sep) }

@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/render"
+)
+
+// planInput is what the plans of every cluster of one resource share.
+type planInput struct {
+	s       *subject
+	placed  placement
+	rollout Rollout
+	// v are the versions the controller would stamp the copies with.
+	v render.Versions
+	// joined are the FederatedClusters by name.
+	joined map[string]*corev1beta1.FederatedCluster
+	// previous are the CPV's entries by cluster.
+	previous map[string]typesv1beta1.ClusterVersion
+	// force: a new kubefed.io/resync value makes the controller write
+	// every placed cluster.
+	force bool
+}
+
+// plan plans the resource s in every cluster: placement, waves, then each
+// cluster's copy.
+func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
+	joined, err := p.listClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pl, err := p.place(ctx, s, joined)
+	if err != nil {
+		return nil, err
+	}
+	ro, err := planWaves(s.spec.Rollout, pl.names, joined)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.describe(), err)
+	}
+	in := &planInput{
+		s: s, placed: pl, rollout: ro, joined: map[string]*corev1beta1.FederatedCluster{}, previous: map[string]typesv1beta1.ClusterVersion{},
+		v: render.NextVersions(s.cpv.Status, render.ContentHash(render.Template(s.fed)), render.OverridesHash(s.spec.Overrides, pl.replicas)),
+	}
+	names := slices.Clone(pl.names)
+	for i := range joined {
+		in.joined[joined[i].Name] = &joined[i]
+		names = append(names, joined[i].Name)
+	}
+	for _, cv := range s.cpv.Status.ClusterVersions {
+		in.previous[string(cv.ClusterName)] = cv
+		names = append(names, string(cv.ClusterName))
+	}
+	resync := s.fed.GetAnnotations()[typesv1beta1.AnnotationResync]
+	in.force = resync != "" && s.cpv.ResourceVersion != "" && resync != s.cpv.Status.Resync
+	slices.Sort(names)
+	r := newReport(s, in)
+	for _, name := range slices.Compact(names) {
+		r.Clusters = append(r.Clusters, p.planCluster(ctx, in, name))
+	}
+	r.summarize()
+	return r, nil
+}
+
+// newReport is the report of s before its clusters are planned.
+func newReport(s *subject, in *planInput) *Report {
+	r := &Report{
+		Kind: s.kind.Type.Federated.Kind, Namespace: s.fed.GetNamespace(), Name: s.fed.GetName(), Source: "host", New: !s.exists,
+		Versions: Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
+		Placement: Placement{
+			Scheduled: in.placed.decision.Failure == nil && !in.placed.deleting, Message: in.placed.message,
+			Clusters: nonNil(slices.Clone(in.placed.names)), RuledOut: []Verdict{},
+		},
+		Rollout:  in.rollout,
+		Clusters: []Cluster{},
+	}
+	if s.fromFile {
+		r.Source = "file"
+	}
+	for _, v := range in.placed.decision.RuledOut {
+		r.Placement.RuledOut = append(r.Placement.RuledOut, Verdict{Cluster: v.Cluster, Plugin: v.Plugin, Reasons: nonNil(v.Reasons)})
+	}
+	return r
+}

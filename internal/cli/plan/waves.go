@@ -1,0 +1,81 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/rollout"
+)
+
+// allWave is the name of the one wave of strategy All.
+const allWave = "all"
+
+// planWaves returns the rollout r, spec.rollout, takes the placed clusters
+// through: strategy All, or no rollout, is one wave, "all"; Waves is
+// rollout.Waves.
+func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, error) {
+	if r == nil || r.Strategy != typesv1beta1.RolloutWaves {
+		return Rollout{Strategy: string(typesv1beta1.RolloutAll), Paused: r != nil && r.Paused,
+			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil
+	}
+	waves, err := rollout.Waves(r, placed, clusters)
+	if err != nil {
+		return Rollout{}, err
+	}
+	out := Rollout{Strategy: string(typesv1beta1.RolloutWaves), Paused: r.Paused}
+	for _, w := range waves {
+		out.Waves = append(out.Waves, Wave{Name: w.Name, Clusters: nonNil(w.Clusters), Pause: w.Spec.Pause,
+			BakeSeconds: w.Spec.BakeSeconds, MaxUnavailable: w.Spec.MaxUnavailable})
+	}
+	return out, nil
+}
+
+// waveOf returns the wave cluster falls in, numbered from 1; 0 when none.
+func (r Rollout) waveOf(cluster string) (string, int) {
+	for i, w := range r.Waves {
+		if slices.Contains(w.Clusters, cluster) {
+			return w.Name, i + 1
+		}
+	}
+	return "", 0
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// timing says when the controller would make c's write, as the rollout
+// engine holds back a new revision: at once, unless spec.rollout is Waves
+// and the write carries a new revision of a resource that has one already,
+// which a cluster gets when its wave starts (the first wave at once, unless
+// it waits for an approval or the rollout is paused). A deletion, or a
+// write that only heals drift or acts on kubefed.io/resync, is at once.
+func timing(in *planInput, c *Cluster, newRevision bool) {
+	c.Now = c.Action.writes()
+	r := in.rollout
+	if !c.Now || c.Action == ActionDelete || !newRevision || r.Strategy != string(typesv1beta1.RolloutWaves) ||
+		in.s.cpv.ResourceVersion == "" || c.WaveNumber == 0 {
+		return
+	}
+	w := r.Waves[c.WaveNumber-1]
+	switch {
+	case r.Paused:
+		c.Now = false
+		c.Reason += "; the rollout is paused: the cluster gets the change once it is resumed (fedwarden rollout resume)"
+	case c.WaveNumber > 1:
+		c.Now = false
+		c.Reason += fmt.Sprintf("; the cluster gets the change when wave %d/%d %s starts, once the waves before it are Healthy and in sync for their bakeSeconds",
+			c.WaveNumber, len(r.Waves), w.Name)
+		if w.Pause {
+			c.Reason += ", and it is approved (fedwarden rollout resume)"
+		}
+	case w.Pause:
+		c.Now = false
+		c.Reason += "; the first wave waits for an approval (fedwarden rollout resume)"
+	}
+}
