@@ -94,6 +94,13 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 	}
 	if res.health != nil {
 		cv.Health, cv.HealthReason, cv.HealthMessage = res.health.Health, bounded(res.health.Reason, 64), bounded(res.health.Message, 256)
+		if prev.Health == res.health.Health {
+			// The reason and message say why the copy became this health:
+			// a Deployment's replica counts move its message at every
+			// status update of its controller, which is no reason to
+			// write the CPV.
+			cv.HealthReason, cv.HealthMessage = prev.HealthReason, prev.HealthMessage
+		}
 	}
 	if res.object != nil {
 		// The resourceVersion is recorded when Fedwarden wrote the copy or

@@ -254,16 +254,15 @@ func (w *memberWatches) matters(old, obj any) bool {
 		w.healthChanged(old, obj)
 }
 
-// healthChanged tells whether the copy's health, or its reason, differs
-// between old and obj.
+// healthChanged tells whether the copy's health differs between old and
+// obj (a new reason alone is not recorded: see clusterVersion).
 func (w *memberWatches) healthChanged(old, obj any) bool {
 	o, ok1 := old.(*unstructured.Unstructured)
 	n, ok2 := obj.(*unstructured.Unstructured)
 	if w.health == nil || !ok1 || !ok2 {
 		return false
 	}
-	before, after := w.health.Evaluate(o), w.health.Evaluate(n)
-	return before.Health != after.Health || before.Reason != after.Reason
+	return w.health.Evaluate(o).Health != w.health.Evaluate(n).Health
 }
 
 // stop removes the event handlers; the informers end with their members.

@@ -203,13 +203,14 @@ type ClusterVersion struct {
 	// +optional
 	Health corev1beta1.HealthState `json:"health,omitempty"`
 
-	// HealthReason is the rule's one-word reason, for example
-	// ProgressDeadlineExceeded.
+	// HealthReason is the rule's one-word reason the copy became this
+	// health, for example ProgressDeadlineExceeded; it is not rewritten
+	// while the health stays the same.
 	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	HealthReason string `json:"healthReason,omitempty"`
 
-	// HealthMessage says more, for people.
+	// HealthMessage says more, for people, as of the same moment.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	HealthMessage string `json:"healthMessage,omitempty"`
