@@ -83,7 +83,7 @@ func Compare(in Input) (Verdict, error) {
 	if in.Redact {
 		redactSecret(shown.Object, live)
 	}
-	text, err := unified(shown.Object, live, in.Location)
+	text, err := Unified(shown.Object, live, "desired "+in.Location, "live "+in.Location)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -269,26 +269,26 @@ func removeTokens(v any, tokens []string) any {
 	return v
 }
 
-// unified returns the unified diff of desired and live as YAML; a nil live
-// copy has no lines.
-func unified(desired, live map[string]any, location string) (string, error) {
-	a, err := yamlLines(desired)
+// Unified returns the unified diff, as YAML, from object from (named
+// fromName in the header) to object to; a nil object has no lines.
+func Unified(from, to map[string]any, fromName, toName string) (string, error) {
+	a, err := yamlLines(from)
 	if err != nil {
 		return "", err
 	}
-	var b []string
-	if live != nil {
-		if b, err = yamlLines(live); err != nil {
-			return "", err
-		}
+	b, err := yamlLines(to)
+	if err != nil {
+		return "", err
 	}
-	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: a, B: b, FromFile: "desired " + location, ToFile: "live " + location, Context: diffContext,
-	})
+	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{A: a, B: b, FromFile: fromName, ToFile: toName, Context: diffContext})
 }
 
-// yamlLines returns obj as YAML lines, each ending with a newline.
+// yamlLines returns obj as YAML lines, each ending with a newline; none
+// for nil.
 func yamlLines(obj map[string]any) ([]string, error) {
+	if obj == nil {
+		return nil, nil
+	}
 	data, err := yaml.Marshal(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encoding as YAML: %w", err)

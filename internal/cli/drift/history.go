@@ -2,7 +2,6 @@ package drift
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -12,7 +11,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
@@ -56,21 +54,8 @@ func episodes(cpvs []typesv1beta1.ClusterPropagatedVersion, cluster federatedtyp
 
 // printEpisodes prints episodes in format, as printEntries prints entries.
 func printEpisodes(w io.Writer, format string, episodes []Episode, allNamespaces bool, now time.Time) error {
-	switch format {
-	case formatJSON:
-		data, err := json.MarshalIndent(episodes, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding the drift history: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case formatYAML:
-		data, err := yaml.Marshal(episodes)
-		if err != nil {
-			return fmt.Errorf("encoding the drift history: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
+	if format == formatJSON || format == formatYAML {
+		return printStructured(w, format, episodes, "the drift history")
 	}
 	wide := format == formatWide
 	tw := tabwriter.NewWriter(w, 6, 4, 3, ' ', 0)

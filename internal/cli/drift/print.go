@@ -41,24 +41,27 @@ func validateFormat(format string) error {
 // printEntries prints entries in format; ages are counted up to now. The
 // table has a NAMESPACE column when every namespace is listed, as kubectl's.
 func printEntries(w io.Writer, format string, entries []Entry, allNamespaces bool, now time.Time) error {
-	switch format {
-	case formatJSON:
-		data, err := json.MarshalIndent(entries, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding the drift list: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
-		return err
-	case formatYAML:
-		data, err := yaml.Marshal(entries)
-		if err != nil {
-			return fmt.Errorf("encoding the drift list: %w", err)
-		}
-		_, err = w.Write(data)
-		return err
-	default:
-		return printTable(w, entries, format == formatWide, allNamespaces, now)
+	if format == formatJSON || format == formatYAML {
+		return printStructured(w, format, entries, "the drift list")
 	}
+	return printTable(w, entries, format == formatWide, allNamespaces, now)
+}
+
+// printStructured prints v, what it is called in errors, as JSON or YAML.
+func printStructured(w io.Writer, format string, v any, what string) error {
+	var data []byte
+	var err error
+	if format == formatJSON {
+		data, err = json.MarshalIndent(v, "", "  ")
+		data = append(data, '\n')
+	} else {
+		data, err = yaml.Marshal(v)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", what, err)
+	}
+	_, err = w.Write(data)
+	return err
 }
 
 // printTable prints entries as kubectl prints tables.

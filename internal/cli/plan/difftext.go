@@ -1,21 +1,12 @@
 package plan
 
 import (
-	"fmt"
-	"strings"
-
-	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 )
-
-// diffContext is the number of unchanged lines shown around each change,
-// as fedwarden diff shows them.
-const diffContext = 3
 
 // diffText is the unified diff from the live copy to the one that would be
 // written, as fedwarden diff shows copies (memberdiff.Compare: the live
@@ -36,37 +27,5 @@ func diffText(in *planInput, cluster string, write, live *unstructured.Unstructu
 	if err != nil || !v.Differs() {
 		return "", err
 	}
-	return unified(v.Live, v.Desired, location)
-}
-
-// unified returns the unified diff of live to planned as YAML; a nil live
-// copy has no lines.
-func unified(live, planned map[string]any, location string) (string, error) {
-	var a []string
-	if live != nil {
-		var err error
-		if a, err = yamlLines(live); err != nil {
-			return "", err
-		}
-	}
-	b, err := yamlLines(planned)
-	if err != nil {
-		return "", err
-	}
-	return difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: a, B: b, FromFile: "live " + location, ToFile: "planned " + location, Context: diffContext,
-	})
-}
-
-// yamlLines returns obj as YAML lines, each ending with a newline.
-func yamlLines(obj map[string]any) ([]string, error) {
-	data, err := yaml.Marshal(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding as YAML: %w", err)
-	}
-	lines := strings.SplitAfter(string(data), "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines, nil
+	return memberdiff.Unified(v.Live, v.Desired, "live "+location, "planned "+location)
 }
