@@ -256,9 +256,11 @@ spec:
 			t.Errorf("CPV status: template version %s, %d drifted; want 2 and none (held clusters are not drift)", cpv.Status.TemplateVersion, *cpv.Status.DriftedClusters)
 		}
 		// fedwarden rollout status waits for it, as kubectl rollout status.
-		if r := b.rollout(t, "status", "--timeout", "120s"); r.code != 0 || !strings.Contains(r.stdout, "revision 2 (from revision 1)") {
+		r := b.rollout(t, "status", "--timeout", "120s")
+		if r.code != 0 || !strings.Contains(r.stdout, "revision 2 (from revision 1)") {
 			t.Errorf("fedwarden rollout status: want exit 0 once rolled out\n%s", r)
 		}
+		t.Logf("fedwarden rollout status (docs/rollout.md shows it):\n%s", r.stdout)
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
 		st := b.waitRolledOut(t, ns, "web")
 		if st.Revision != 2 || st.FromRevision != 1 || len(st.Waves) != 2 || st.Waves[0].HealthySince == nil {
@@ -268,9 +270,11 @@ spec:
 
 	t.Run("a bad image halts after the first wave, the second at the old revision and not drift", func(t *testing.T) {
 		b.setImage(t, ns, "web", "nginx:bad")
-		if r := b.rollout(t, "status", "--timeout", "120s"); r.code != 1 || !strings.Contains(r.stdout+r.stderr, "Degraded") {
+		r := b.rollout(t, "status", "--timeout", "120s")
+		if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "Degraded") {
 			t.Errorf("fedwarden rollout status of a halted rollout: want exit 1 saying a cluster is Degraded\n%s", r)
 		}
+		t.Logf("fedwarden rollout status of the halted rollout (docs/rollout.md shows it):\n%s%s", r.stdout, r.stderr)
 		eventually(t, 90*time.Second, "the rollout to halt", func(ctx context.Context) (bool, string) {
 			_, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolloutHalted)
 			if err != nil {
