@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -207,5 +209,24 @@ func TestWavesAssignment(t *testing.T) {
 	spec.Waves[1].ClusterSelector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Bogus"}}
 	if _, err := Waves(spec, []string{"a"}, clusters); err == nil || !strings.Contains(err.Error(), "spec.rollout.waves[1].clusterSelector") {
 		t.Errorf("bad selector: %v", err)
+	}
+}
+
+// A revision's content reads back with integers as int64, as the
+// resource's own unstructured object has them: a held revision renders
+// exactly as the resource did.
+func TestRevisionContentKeepsIntegers(t *testing.T) {
+	cr := &appsv1.ControllerRevision{Data: runtime.RawExtension{Raw: []byte(`{"template":{"spec":{"replicas":3,"progressDeadlineSeconds":15}},"overrides":[{"clusterName":"a","clusterOverrides":[{"path":"/spec/replicas","value":2}]}]}`)}}
+	r, err := fromControllerRevision(cr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := r.Template["spec"].(map[string]any)
+	if _, ok := spec["replicas"].(int64); !ok {
+		t.Errorf("replicas decoded as %T, want int64", spec["replicas"])
+	}
+	o := r.Overrides[0].(map[string]any)["clusterOverrides"].([]any)[0].(map[string]any)
+	if _, ok := o["value"].(int64); !ok {
+		t.Errorf("an override's value decoded as %T, want int64", o["value"])
 	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -87,8 +88,11 @@ func (s *Store) List(ctx context.Context, fed *unstructured.Unstructured, namesp
 }
 
 func fromControllerRevision(cr *appsv1.ControllerRevision) (Revision, error) {
+	// Numbers are decoded as the API server's objects have them (int64
+	// where integral, as in unstructured objects), so that a revision
+	// renders exactly as the resource did.
 	var c content
-	if err := json.Unmarshal(cr.Data.Raw, &c); err != nil {
+	if err := utiljson.Unmarshal(cr.Data.Raw, &c); err != nil {
 		return Revision{}, fmt.Errorf("reading ControllerRevision %s/%s: %w", cr.Namespace, cr.Name, err)
 	}
 	a := cr.Annotations

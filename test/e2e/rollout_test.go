@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,9 @@ type rolloutBed struct {
 	cm      *controllerManager
 	// ns is the test's namespace.
 	ns string
+	// t is the test the bed belongs to: what it starts ends with it, even
+	// when a subtest starts it.
+	t *testing.T
 }
 
 var (
@@ -85,7 +89,7 @@ func startRolloutBed(t *testing.T) *rolloutBed {
 			t.Errorf("stopping the test bed: %v", err)
 		}
 	})
-	b := &rolloutBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, dir: t.TempDir()}
+	b := &rolloutBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, dir: t.TempDir(), t: t}
 	stage := filepath.Join(b.dir, "image-pull-failed.yaml")
 	if err := os.WriteFile(stage, []byte(imagePullFailed), 0o600); err != nil {
 		t.Fatal(err)
@@ -94,7 +98,7 @@ func startRolloutBed(t *testing.T) *rolloutBed {
 		fedtest.RunKWOK(t, m, fedtest.WithKWOKStages(stage))
 		b.members[m.Name] = newClient(t, m.Config)
 	}
-	b.startControllerManager(t)
+	b.startControllerManager()
 	for _, m := range f.Members {
 		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
 			t.Fatalf("joining %s failed:\n%s", m.Name, r)
@@ -104,7 +108,10 @@ func startRolloutBed(t *testing.T) *rolloutBed {
 	return b
 }
 
-func (b *rolloutBed) startControllerManager(t *testing.T) {
+// startControllerManager starts a controller-manager, stopped when the
+// bed's test ends.
+func (b *rolloutBed) startControllerManager() {
+	t := b.t
 	t.Helper()
 	cm, err := startControllerManager(b.Federation, b.dir, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
 	if err != nil {
@@ -342,11 +349,50 @@ spec:
 		if err := b.cm.stop(); err != nil {
 			t.Fatal(err)
 		}
-		b.startControllerManager(t)
+		b.startControllerManager()
 		b.waitForImages(t, ns, "web", "nginx:1.30", "nginx:1.30")
 		after := b.waitRolledOut(t, ns, "web")
 		if after.Revision != before.Revision || before.Waves[0].StartedAt == nil || !after.Waves[0].StartedAt.Equal(before.Waves[0].StartedAt) {
 			t.Errorf("the rollout started again after the restart: before %+v, after %+v", before, after)
+		}
+	})
+
+	t.Run("an override change rolls only to the cluster it changes", func(t *testing.T) {
+		generations := map[string]int64{}
+		for m, c := range b.members {
+			d := &appsv1.Deployment{}
+			if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+				t.Fatal(err)
+			}
+			generations[m] = d.Generation
+		}
+		patchFederated(t, b.host, ns, "web", func(fd *unstructured.Unstructured) {
+			overrides := []any{map[string]any{"clusterName": "wave2-b", "clusterOverrides": []any{map[string]any{"path": "/spec/replicas", "value": int64(2)}}}}
+			if err := unstructured.SetNestedSlice(fd.Object, overrides, "spec", "overrides"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		eventually(t, 90*time.Second, "wave2-b to run 2 replicas", func(ctx context.Context) (bool, string) {
+			d := &appsv1.Deployment{}
+			if err := b.members["wave2-b"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+				return false, err.Error()
+			}
+			if *d.Spec.Replicas == 2 {
+				return true, ""
+			}
+			st, cond, _ := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolledOut)
+			return false, fmt.Sprintf("replicas %d; RolledOut %s; rollout %+v", *d.Spec.Replicas, cond, st)
+		})
+		b.waitRolledOut(t, ns, "web")
+		// No copy but wave2-b's was written.
+		for m, c := range b.members {
+			d := &appsv1.Deployment{}
+			if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+				t.Fatal(err)
+			}
+			if changed := d.Generation != generations[m]; changed != (m == "wave2-b") {
+				t.Errorf("%s's Deployment went from generation %d to %d; only wave2-b's should change", m, generations[m], d.Generation)
+			}
 		}
 	})
 }
