@@ -199,6 +199,11 @@ func (d *Decision) advance(in Input, i int) bool {
 // progress updates a started wave i from its clusters' entries.
 func (d *Decision) progress(in Input, i int) bool {
 	w, spec := &d.Status.Waves[i], in.Waves[i].Spec
+	if w.StartedAt == nil {
+		// A status written by someone else without it: the wave starts now.
+		now := metav1.NewTime(in.Now)
+		w.StartedAt = &now
+	}
 	if bad := in.degraded(in.Waves[i].Clusters); bad != "" && in.Now.Sub(w.StartedAt.Time) >= DegradedGrace {
 		w.Phase, w.Message = typesv1beta1.WaveHalted, bad
 		d.Halt = &Halt{Reason: typesv1beta1.ReasonClusterDegraded, Message: bad}

@@ -230,3 +230,14 @@ func TestRevisionContentKeepsIntegers(t *testing.T) {
 		t.Errorf("an override's value decoded as %T, want int64", o["value"])
 	}
 }
+
+// A wave in progress whose status lacks startedAt (written by hand) is
+// taken as started now, not a crash.
+func TestWaveWithoutStart(t *testing.T) {
+	spec, waves := twoWaves()
+	prev := &typesv1beta1.RolloutStatus{Revision: 2, FromRevision: 1, Waves: []typesv1beta1.WaveStatus{{Name: "canary", Phase: typesv1beta1.WaveProgressing}, {Name: "rest", Phase: typesv1beta1.WavePending}}}
+	d := Decide(Input{Spec: spec, Latest: 2, Previous: prev, Waves: waves, Clusters: at(1), Now: t0})
+	if d.Status.Waves[0].StartedAt == nil || d.Halt != nil || d.Targets["a"] != 2 {
+		t.Errorf("decision %+v", d)
+	}
+}
