@@ -6,6 +6,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	typedeventsv1 "k8s.io/client-go/kubernetes/typed/events/v1"
@@ -35,15 +36,37 @@ func (s controlPlaneSink) moved(e *eventsv1.Event) *eventsv1.Event {
 }
 
 func (s controlPlaneSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	return s.sink.Create(ctx, s.moved(e))
+	out, err := s.sink.Create(ctx, s.moved(e))
+	return out, retriable(err)
 }
 
 func (s controlPlaneSink) Update(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	return s.sink.Update(ctx, s.moved(e))
+	out, err := s.sink.Update(ctx, s.moved(e))
+	return out, retriable(err)
 }
 
 func (s controlPlaneSink) Patch(ctx context.Context, e *eventsv1.Event, data []byte) (*eventsv1.Event, error) {
-	return s.sink.Patch(ctx, s.moved(e), data)
+	out, err := s.sink.Patch(ctx, s.moved(e), data)
+	return out, retriable(err)
+}
+
+// retriable makes the answers of a host that is starting retriable. The
+// events library retries an Event only on errors that are not API status
+// errors (it takes those for a malformed Event), so an Event the agent
+// recorded while the host was down (a drift healed meanwhile) would be
+// dropped at the first answer of a kube-apiserver still starting: 401 or
+// 403 until its authenticator and RBAC caches have synced, 429, 5xx. Those
+// become plain errors, which the library retries (at most 12 tries, 10 s
+// apart): an Event the host really refuses costs those tries, no more.
+func retriable(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsUnauthorized(err), apierrors.IsForbidden(err), apierrors.IsTooManyRequests(err),
+		apierrors.IsServiceUnavailable(err), apierrors.IsInternalError(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return fmt.Errorf("the host is not ready to record Events: %s", err.Error())
+	}
+	return err
 }
 
 // controlPlaneEvents makes the agent's Event recorders: their Events go to

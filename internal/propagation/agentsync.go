@@ -105,6 +105,7 @@ func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstruct
 		}
 	}
 	r.report.drifted.forget(client.ObjectKeyFromObject(fed))
+	r.record.unsent.take(r.record.key(fed))
 	_, recorded := entryOf(cpv, name)
 	if !recorded && (cpv.ResourceVersion != "" || !had) {
 		return nil // nothing reported: nothing to write

@@ -33,6 +33,8 @@ type cpvStore struct {
 	// agent is set when the store runs in a Pull cluster's agent.
 	agent *agentSide
 	own   ownWrites
+	// unsent are the agent's ended episodes whose write failed.
+	unsent unsentEpisodes
 }
 
 // key is the name of fed's ClusterPropagatedVersion.
@@ -153,8 +155,13 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 // writeAgentResult writes, when it changed, the agent's entry of cpv
 // after a sync of its cluster found res.
 func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, res clusterResult) error {
+	key := client.ObjectKeyFromObject(cpv)
 	prev, recorded := in.previous[s.agent.cluster]
-	cv := clusterVersion(prev, res, in.v, in.actedResync(), metav1.NewTime(s.now()))
+	now := metav1.NewTime(s.now())
+	unsent := s.unsent.take(key)
+	base := prev
+	base.DriftHistory = withUnsent(prev.DriftHistory, unsent)
+	cv := clusterVersion(base, res, in.v, in.actedResync(), now)
 	cv.Resync = prev.Resync
 	if in.resync != "" && (res.written || res.state == typesv1beta1.InSync) {
 		cv.Resync = in.resync
@@ -162,10 +169,21 @@ func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.Clust
 	if recorded && equality.Semantic.DeepEqual(prev, cv) {
 		return nil
 	}
-	if err := s.writeAgentEntry(ctx, client.ObjectKeyFromObject(cpv), &cv); err != nil {
+	if err := s.writeAgentEntry(ctx, key, &cv); err != nil {
+		v := in.v
+		if res.held != nil {
+			v = *res.held
+		}
+		if ep, ended := endedEpisode(prev, res, v, in.actedResync(), now); ended {
+			unsent = append(unsent, ep)
+		}
+		s.unsent.keep(key, unsent)
 		return err
 	}
-	observeEnded(prev, cv)
+	for _, ep := range unsent {
+		observeEpisode(cv.ClusterName, ep)
+	}
+	observeEnded(base, cv)
 	return nil
 }
 

@@ -2,10 +2,12 @@ package propagation
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -102,7 +104,58 @@ func observeEnded(prev, cv typesv1beta1.ClusterVersion) {
 	if m := len(prev.DriftHistory); m > 0 && equality.Semantic.DeepEqual(prev.DriftHistory[m-1], last) {
 		return // no new episode
 	}
-	driftDurationSeconds.WithLabelValues(string(cv.ClusterName), string(last.State)).Observe(last.End.Sub(last.Start.Time).Seconds())
+	observeEpisode(cv.ClusterName, last)
+}
+
+// observeEpisode records ep, of cluster, in fedwarden_drift_duration_seconds.
+func observeEpisode(cluster typesv1beta1.ClusterName, ep typesv1beta1.DriftEpisode) {
+	driftDurationSeconds.WithLabelValues(string(cluster), string(ep.State)).Observe(ep.End.Sub(ep.Start.Time).Seconds())
+}
+
+// unsentEpisodes keeps, in a Pull cluster's agent, the episodes it ended
+// whose status write failed, by CPV: the agent keeps syncing while the
+// host is down (it heals a hand edit at once), and the next sync finds the
+// copy InSync, its entry too, and ends no episode. Its next write that
+// lands records them. Memory: only while writes fail, at most
+// typesv1beta1.MaxDriftEpisodes per CPV, dropped with the copy.
+type unsentEpisodes struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName][]typesv1beta1.DriftEpisode
+}
+
+// take returns and forgets key's episodes.
+func (u *unsentEpisodes) take(key types.NamespacedName) []typesv1beta1.DriftEpisode {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	eps := u.m[key]
+	delete(u.m, key)
+	return eps
+}
+
+// keep remembers eps, the newest MaxDriftEpisodes of them, for key.
+func (u *unsentEpisodes) keep(key types.NamespacedName, eps []typesv1beta1.DriftEpisode) {
+	if len(eps) == 0 {
+		return
+	}
+	if n := len(eps) - typesv1beta1.MaxDriftEpisodes; n > 0 {
+		eps = eps[n:]
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m == nil {
+		u.m = map[types.NamespacedName][]typesv1beta1.DriftEpisode{}
+	}
+	u.m[key] = eps
+}
+
+// withUnsent returns history with the episodes of unsent it lacks.
+func withUnsent(history, unsent []typesv1beta1.DriftEpisode) []typesv1beta1.DriftEpisode {
+	for _, ep := range unsent {
+		if !slices.ContainsFunc(history, func(h typesv1beta1.DriftEpisode) bool { return equality.Semantic.DeepEqual(h, ep) }) {
+			history = withEpisode(history, ep)
+		}
+	}
+	return history
 }
 
 func bounded10(managers []string) []string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
@@ -107,5 +108,41 @@ func TestDriftHistoryIsBounded(t *testing.T) {
 	again := clusterVersion(cv, inSync("a", memberCopy("20", 1, "1", "1")), v, "", metav1.NewTime(t0.Add(time.Hour)))
 	if len(again.DriftHistory) != len(cv.DriftHistory) {
 		t.Errorf("a sync in sync changed the ledger: %d episodes, was %d", len(again.DriftHistory), len(cv.DriftHistory))
+	}
+}
+
+// An agent's episodes whose write failed are kept for the next write, at
+// most MaxDriftEpisodes of them, and an episode the history has already
+// (a write that landed though it reported an error) is not added twice.
+func TestUnsentEpisodes(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
+	episode := func(i int) typesv1beta1.DriftEpisode {
+		at := metav1.NewTime(t0.Add(time.Duration(i) * time.Minute))
+		return typesv1beta1.DriftEpisode{Start: at, End: at, State: typesv1beta1.ModifiedOutOfBand, ResolvedBy: typesv1beta1.ResolvedByEnforce}
+	}
+	key := types.NamespacedName{Namespace: "shop", Name: "web-configmaps"}
+	var u unsentEpisodes
+	if got := u.take(key); got != nil {
+		t.Fatalf("nothing kept, took %v", got)
+	}
+	var many []typesv1beta1.DriftEpisode
+	for i := range typesv1beta1.MaxDriftEpisodes + 3 {
+		many = append(many, episode(i))
+	}
+	u.keep(key, many)
+	kept := u.take(key)
+	if len(kept) != typesv1beta1.MaxDriftEpisodes || !kept[0].Start.Equal(&many[3].Start) {
+		t.Fatalf("kept %d episodes from %v, want the newest %d", len(kept), kept[0].Start, typesv1beta1.MaxDriftEpisodes)
+	}
+	if got := u.take(key); got != nil {
+		t.Errorf("take forgets: took %d episodes again", len(got))
+	}
+	history := []typesv1beta1.DriftEpisode{episode(0), episode(1)}
+	got := withUnsent(history, []typesv1beta1.DriftEpisode{episode(1), episode(2)})
+	if want := []typesv1beta1.DriftEpisode{episode(0), episode(1), episode(2)}; !slices.EqualFunc(got, want, func(a, b typesv1beta1.DriftEpisode) bool { return a.Start.Equal(&b.Start) }) {
+		t.Errorf("history with the unsent: %d episodes, want %d (no episode twice)", len(got), len(want))
+	}
+	if len(history) != 2 {
+		t.Errorf("the history given was changed: %d episodes", len(history))
 	}
 }

@@ -129,7 +129,8 @@ func (b *bed) waitReady(cluster string, since time.Time) {
 // copies, and ten of them are edited by hand in the member meanwhile.
 // Nothing is deleted (every copy keeps its UID, watched each second), the
 // agent heals the edits, and once the host is back the drift is reported
-// (Events) and the ledger is clean.
+// (Events, and each copy's drift ledger in its CPV) and the chaos ledger is
+// clean.
 func TestHostDownUnderAPullAgent(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
@@ -228,6 +229,25 @@ func TestHostDownUnderAPullAgent(t *testing.T) {
 			}
 		}
 		return len(missing) == 0, fmt.Sprintf("no DriftResolved Event for %v", missing)
+	})
+	// Kept: the drift ledger of each edited copy's CPV has the episode the
+	// agent ended while the host was down, credited to Enforce.
+	eventually(t, time.Minute+loadSlack, "the edited copies' episodes in the drift ledger", func(ctx context.Context) (bool, string) {
+		var missing []string
+		for _, obj := range objs[:edited] {
+			cpv := &typesv1beta1.ClusterPropagatedVersion{}
+			if err := b.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: b.typ.CPVName(obj.GetName())}, cpv); err != nil {
+				return false, err.Error()
+			}
+			if !slices.ContainsFunc(cpv.Status.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool {
+				return string(cv.ClusterName) == pull.Name && slices.ContainsFunc(cv.DriftHistory, func(ep typesv1beta1.DriftEpisode) bool {
+					return ep.State == typesv1beta1.ModifiedOutOfBand && ep.ResolvedBy == typesv1beta1.ResolvedByEnforce && !ep.Start.Time.Before(down.Truncate(time.Second))
+				})
+			}) {
+				missing = append(missing, obj.GetName())
+			}
+		}
+		return len(missing) == 0, fmt.Sprintf("no ModifiedOutOfBand episode resolved by Enforce in %s's entry for %v", pull.Name, missing)
 	})
 }
 
