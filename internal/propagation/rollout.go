@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,15 @@ type rolloutPlan struct {
 	revs []rollout.Revision
 }
 
+// errWavesOfSecrets refuses a rollout in waves of a kind whose copies are
+// Secrets: its earlier revisions would keep the Secret's data in
+// ControllerRevisions, which Kubernetes' view role reads, and which a Pull
+// cluster's held revision would copy into the CPV. The sync stops before
+// anything is written: the copies stay as they are.
+var errWavesOfSecrets = errors.New("spec.rollout.strategy Waves is not offered for a kind whose copies are Secrets: " +
+	"its earlier revisions would keep the Secret's data in ControllerRevisions, which Kubernetes' view role can read; " +
+	"use strategy All, or roll out a Secret of a new name with the workload that mounts it")
+
 // defaultRevisionHistory is how many revisions are kept when
 // spec.rollout.revisionHistoryLimit is unset.
 const defaultRevisionHistory = 10
@@ -44,6 +54,9 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	s.rollout = nil
 	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
 		return nil
+	}
+	if r.typ.holdsSecrets() {
+		return reconcile.TerminalError(errWavesOfSecrets)
 	}
 	store := rollout.Store{Client: r.client, Reader: r.reader}
 	namespace := r.record.key(s.fed).Namespace

@@ -1,13 +1,17 @@
 package propagation
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/notify"
+	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -40,5 +44,30 @@ func TestRecordRollout(t *testing.T) {
 	rep.recordRollout(fed, &rolloutPlan{decision: rollout.Decision{Status: typesv1beta1.RolloutStatus{Revision: 4}, Started: []string{"canary"}}})
 	if len(evs) != 2 || evs[1] != "Normal WaveStarted revision 4: wave canary started" {
 		t.Errorf("Events %q", evs)
+	}
+}
+
+// A rollout in waves of Secrets is refused before anything is read or
+// written (the store would keep the Secret's data in ControllerRevisions):
+// the sync stops with an error that says why and what to do, and is not
+// retried until the resource changes. Strategy All, or none, goes on.
+func TestWavesOfSecretsAreRefused(t *testing.T) {
+	secrets := &Reconciler{typ: Type{Target: schema.GroupVersionKind{Version: "v1", Kind: "Secret"}}}
+	waves := &syncState{spec: render.Spec{Rollout: &typesv1beta1.Rollout{Strategy: typesv1beta1.RolloutWaves}}}
+	err := secrets.planRollout(t.Context(), waves)
+	if !errors.Is(err, reconcile.TerminalError(nil)) || !errors.Is(err, errWavesOfSecrets) {
+		t.Fatalf("planRollout of Secrets in waves: %v, want the terminal %v", err, errWavesOfSecrets)
+	}
+	if msg := stoppedMessage(err); !strings.Contains(msg, "use strategy All") || !strings.Contains(msg, "synced again when it changes") {
+		t.Errorf("the Propagated condition would say %q", msg)
+	}
+	for _, r := range []*typesv1beta1.Rollout{nil, {Strategy: typesv1beta1.RolloutAll}} {
+		s := &syncState{spec: render.Spec{Rollout: r}}
+		if err := secrets.planRollout(t.Context(), s); err != nil || s.rollout != nil {
+			t.Errorf("rollout %+v of Secrets: %v, plan %v; want none", r, err, s.rollout)
+		}
+	}
+	if (Type{Target: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Secret"}}).holdsSecrets() {
+		t.Error("a CRD of kind Secret in another group was taken for core Secrets")
 	}
 }

@@ -56,6 +56,11 @@ func (t Type) CPVName(name string) string {
 	return strings.ToLower(t.Target.Kind) + "-" + name
 }
 
+// holdsSecrets tells whether the copies are core Secrets.
+func (t Type) holdsSecrets() bool {
+	return t.Target.Group == "" && t.Target.Kind == "Secret"
+}
+
 // renderTarget is what render needs of the type: the kind of the member
 // copies, and whether they are namespaced.
 func (t Type) renderTarget() render.Target {
