@@ -158,7 +158,7 @@ func NewCRD(t Type, template *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1
 // rootSchema builds the Federated<Kind>'s schema from the base's.
 func rootSchema(t Type, base, template *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1.JSONSchemaProps, error) {
 	props := map[string]apiextensionsv1.JSONSchemaProps{"template": *template.DeepCopy()}
-	shared := []string{"placement", "overrides", "driftPolicy"}
+	shared := []string{"placement", "overrides", "driftPolicy", "rollout"}
 	if retainsReplicas[t.Target.Resource()] {
 		shared = append(shared, "retainReplicas")
 	}

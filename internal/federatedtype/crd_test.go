@@ -74,6 +74,12 @@ func TestNewCRD(t *testing.T) {
 					t.Errorf("spec.%s.ignoreManagers: missing, or its items are not bounded to 128 characters", where)
 				}
 			}
+			// Every Federated<Kind> may be rolled out in waves: without
+			// spec.rollout in its schema the API server would prune it, and
+			// the resource would go everywhere at once.
+			if r, ok := spec.Properties["rollout"]; !ok || r.Properties["strategy"].Type != "string" || r.Properties["waves"].Type != "array" {
+				t.Errorf("spec.rollout: missing, or without strategy and waves: %+v", r)
+			}
 			hasRule := slices.ContainsFunc(root.XValidations, func(r apiextensionsv1.ValidationRule) bool {
 				return strings.Contains(r.Rule, "spec.template.metadata.name")
 			})

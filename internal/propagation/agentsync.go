@@ -2,7 +2,9 @@ package propagation
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +15,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
 // agentSide is what a Reconciler running in a Pull cluster's agent knows:
@@ -62,7 +65,24 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
 	// on: the copy is compared, not re-applied.
 	in.force = recorded && in.resync != "" && in.resync != prev.Resync
+	rev, err := pullRevisionOf(fed, spec, cpv, r.agent.cluster)
+	if err != nil {
+		// The host has not decided yet which revision of this content the
+		// cluster is to have: nothing is written until it has (its CPV
+		// write calls for a sync).
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the host's rollout decision", "reason", err.Error())
+		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
+	}
+	if rev.held != nil {
+		if in, err = heldInput(in, cpv, *rev.held); err != nil {
+			return reconcile.Result{}, reconcile.TerminalError(err)
+		}
+	}
 	res := r.apply.judge(r.apply.syncCluster(ctx, in, r.agent.cluster, nil))
+	res.target = rev.number
+	if rev.held != nil {
+		res.held = &in.v
+	}
 	r.report.recordDrift(fed, in, []clusterResult{res})
 	r.report.drifted.set(client.ObjectKeyFromObject(fed), []clusterResult{res})
 	if err := r.record.writeAgentResult(ctx, cpv, in, res); err != nil {
@@ -72,6 +92,63 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
 	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+}
+
+// pullRevision is the revision a Pull cluster's agent applies: the
+// latest (the resource's content) or an earlier one the host holds it at.
+type pullRevision struct {
+	// number is the revision's under a rollout in waves; 0 otherwise.
+	number typesv1beta1.Revision
+	// held is the earlier revision's content; nil for the latest.
+	held *typesv1beta1.HeldRevision
+}
+
+// pullRevisionOf is the revision cluster is to apply. Under strategy All
+// it is the latest. Under Waves it is the one the host named in the CPV
+// (spec.clusters[].revision): the latest only while the resource still has
+// the content the host decided about (spec.rollout.latest), else an
+// earlier one whose content is in spec.rollout.held. An error says why the
+// agent waits for the host instead: a new content the host has not yet
+// decided about is never applied ahead of its wave.
+func pullRevisionOf(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string) (pullRevision, error) {
+	if spec.Rollout == nil || spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
+		return pullRevision{}, nil
+	}
+	pr := cpv.Spec.Rollout
+	i := slices.IndexFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster })
+	if pr == nil || i < 0 || cpv.Spec.Clusters[i].Revision == nil {
+		return pullRevision{}, errors.New("the ClusterPropagatedVersion names no revision for this cluster yet")
+	}
+	n := *cpv.Spec.Clusters[i].Revision
+	if n == pr.Latest.Number {
+		if !rollout.Names(pr.Latest, rollout.KeyOf(fed)) {
+			return pullRevision{}, fmt.Errorf("the resource's content changed since the host decided on revision %d", n)
+		}
+		return pullRevision{number: n}, nil
+	}
+	j := slices.IndexFunc(pr.Held, func(h typesv1beta1.HeldRevision) bool { return h.Number == n })
+	if j < 0 {
+		return pullRevision{}, fmt.Errorf("revision %d is neither the latest nor held in the ClusterPropagatedVersion", n)
+	}
+	return pullRevision{number: n, held: &pr.Held[j]}, nil
+}
+
+// heldInput is in made for the earlier revision h: its content and
+// versions, with in's resync.
+func heldInput(in *syncInput, cpv *typesv1beta1.ClusterPropagatedVersion, h typesv1beta1.HeldRevision) (*syncInput, error) {
+	rev, err := rollout.FromHeld(h)
+	if err != nil {
+		return nil, err
+	}
+	fed := rollout.Apply(in.fed, rev)
+	spec, err := render.ParseSpec(fed)
+	if err != nil {
+		return nil, fmt.Errorf("reading held revision %d: %w", h.Number, err)
+	}
+	out := newSyncInput(fed, spec, cpv, targetsOf(cpv))
+	out.v = rev.Versions
+	out.resync, out.force = in.resync, in.force
+	return out, nil
 }
 
 // targetsOf is the scheduler's decision as the CPV records it.

@@ -80,6 +80,15 @@ func (in *syncInput) actedResync() string {
 	return ""
 }
 
+// versionsOf is the versions cluster name is to have: the latest's, or
+// those of the earlier revision a rollout in waves holds it at.
+func (in *syncInput) versionsOf(name string) render.Versions {
+	if h := in.held[name]; h != nil {
+		return h.v
+	}
+	return in.v
+}
+
 // syncTarget syncs cluster name at the revision it targets: the latest,
 // or an earlier one a rollout in waves holds it at.
 func (a *applier) syncTarget(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
@@ -111,7 +120,7 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 	for i, name := range placed {
 		if fc := set[name]; isPull(fc) && a.agent == nil {
 			prev, recorded := in.previous[name]
-			results[i] = reportedByAgent(name, fc, prev, recorded, in.v)
+			results[i] = reportedByAgent(name, fc, prev, recorded, in.versionsOf(name))
 			continue
 		}
 		wg.Go(func() { results[i] = a.syncTarget(ctx, in, name, set[name]) })

@@ -8,11 +8,13 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -63,9 +65,10 @@ func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*ty
 
 // ensure creates the resource's ClusterPropagatedVersion when cpv does
 // not exist yet, or updates its spec and labels when they differ from fed,
-// the placement and the removals still pending in Pull clusters (set is
-// the joined clusters).
-func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets, set clusterSet) (*typesv1beta1.ClusterPropagatedVersion, error) {
+// the placement, the removals still pending in Pull clusters (set is the
+// joined clusters) and, under a rollout in waves, the revisions Pull
+// clusters are to apply (pull).
+func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets, set clusterSet, pull *pullPlan) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	key := s.key(fed)
 	removals := pullRemovals(cpv, t.names, set)
 	want := typesv1beta1.ClusterPropagatedVersionSpec{
@@ -76,6 +79,14 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 		Clusters:           normalized(t.placedClusters()),
 		Removals:           removals,
 		Spread:             t.spread,
+	}
+	if pull != nil {
+		want.Rollout = pull.rollout
+		for i, pc := range want.Clusters {
+			if n, ok := pull.revisions[string(pc.Name)]; ok {
+				want.Clusters[i].Revision = &n
+			}
+		}
 	}
 	placed := t.names
 	owner := metav1.OwnerReference{
@@ -98,7 +109,7 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 		return cpv, nil
 	}
 	labels := placedLabels(cpv.Labels, labelled(placed, removals))
-	if equality.Semantic.DeepEqual(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) && maps.Equal(cpv.Labels, labels) {
+	if sameSpec(cpv.Spec, want) && equality.Semantic.DeepEqual(cpv.OwnerReferences, []metav1.OwnerReference{owner}) && maps.Equal(cpv.Labels, labels) {
 		return cpv, nil
 	}
 	before := cpv.DeepCopy()
@@ -201,6 +212,30 @@ func (s *cpvStore) writeAgentEntry(ctx context.Context, key types.NamespacedName
 	}
 	s.own.record(applied)
 	return nil
+}
+
+// sameSpec tells whether the CPV's spec is want. The content of held
+// revisions is compared decoded: the API server may encode it otherwise
+// than want does.
+func sameSpec(spec, want typesv1beta1.ClusterPropagatedVersionSpec) bool {
+	if spec.Rollout == nil || want.Rollout == nil {
+		return equality.Semantic.DeepEqual(spec, want)
+	}
+	a, b := spec.DeepCopy(), want.DeepCopy()
+	a.Rollout.Held, b.Rollout.Held = nil, nil
+	return equality.Semantic.DeepEqual(a, b) && slices.EqualFunc(spec.Rollout.Held, want.Rollout.Held, sameHeld)
+}
+
+func sameHeld(a, b typesv1beta1.HeldRevision) bool {
+	decoded := func(j *apiextensionsv1.JSON) any {
+		var v any
+		if j != nil {
+			_ = utiljson.Unmarshal(j.Raw, &v)
+		}
+		return v
+	}
+	return a.Number == b.Number && a.TemplateVersion == b.TemplateVersion && a.OverrideVersion == b.OverrideVersion &&
+		equality.Semantic.DeepEqual(decoded(a.Template), decoded(b.Template)) && equality.Semantic.DeepEqual(decoded(a.Overrides), decoded(b.Overrides))
 }
 
 // placedLabels returns labels with one placed.fedwarden.io/<cluster> label

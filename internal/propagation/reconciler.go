@@ -176,7 +176,7 @@ func (r *Reconciler) claim(ctx context.Context, s *syncState) error {
 func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) (err error) {
 	if placesPull(s.t.names, s.set) {
 		// A Pull cluster's agent starts from the CPV: write it first.
-		if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set); err != nil {
+		if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s)); err != nil {
 			return err
 		}
 	}
@@ -195,7 +195,7 @@ func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) (err error) 
 // recordVersions is the record stage: the CPV's placement, then its
 // status, with what the apply stage found.
 func (r *Reconciler) recordVersions(ctx context.Context, s *syncState) (err error) {
-	if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set); err != nil {
+	if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s)); err != nil {
 		return err
 	}
 	return r.record.writeStatus(ctx, s.cpv, s.in, len(s.t.names), s.results, s.fed.GetGeneration())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -28,6 +29,19 @@ type rolloutPlan struct {
 	// from revs, the revisions kept.
 	held map[typesv1beta1.Revision]*syncInput
 	revs []rollout.Revision
+	// latest is the revision of the resource's current content.
+	latest rollout.Revision
+	// pull is what the CPV tells the agents of the Pull clusters placed.
+	pull *pullPlan
+}
+
+// pullPlan is what the CPV's spec tells Pull clusters' agents, which may
+// not read ControllerRevisions: the revision each is to apply
+// (spec.clusters[].revision) and the latest's key and held revisions'
+// content (spec.rollout). Nil without Pull clusters placed.
+type pullPlan struct {
+	revisions map[string]typesv1beta1.Revision
+	rollout   *typesv1beta1.PullRollout
 }
 
 // errWavesOfSecrets refuses a rollout in waves of a kind whose copies are
@@ -73,7 +87,7 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	if err != nil {
 		return reconcile.TerminalError(err)
 	}
-	plan := &rolloutPlan{previous: federatedStatusOf(s.fed).Rollout, held: map[typesv1beta1.Revision]*syncInput{}, revs: revs}
+	plan := &rolloutPlan{previous: federatedStatusOf(s.fed).Rollout, held: map[typesv1beta1.Revision]*syncInput{}, revs: revs, latest: latest}
 	clusters, err := r.rolloutClusters(s, plan, revs, latest)
 	if err != nil {
 		return err
@@ -97,15 +111,63 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	if err := store.Prune(ctx, namespace, revs, limit, keep); err != nil {
 		return err
 	}
+	if plan.pull, err = plan.pullPlan(s); err != nil {
+		return err
+	}
 	s.rollout = plan
 	return nil
+}
+
+// pullPlan is the plan's part for the Pull clusters placed: each one's
+// target revision, the latest when its own is not kept any more (as
+// heldInputs does for every cluster), and the content of those held at an
+// earlier one.
+func (p *rolloutPlan) pullPlan(s *syncState) (*pullPlan, error) {
+	if !placesPull(s.t.names, s.set) {
+		return nil, nil
+	}
+	latest := p.decision.Status.Revision
+	out := &pullPlan{
+		revisions: map[string]typesv1beta1.Revision{},
+		rollout:   &typesv1beta1.PullRollout{Latest: rollout.RefOf(latest, rollout.KeyOf(s.fed))},
+	}
+	for _, name := range s.t.names {
+		if !isPull(s.set[name]) {
+			continue
+		}
+		target := p.decision.Targets[name]
+		rev, kept := rollout.ByNumber(p.revs, target)
+		if target == 0 || target == latest || !kept {
+			out.revisions[name] = latest
+			continue
+		}
+		out.revisions[name] = target
+		if slices.ContainsFunc(out.rollout.Held, func(h typesv1beta1.HeldRevision) bool { return h.Number == target }) {
+			continue
+		}
+		h, err := rollout.Held(rev)
+		if err != nil {
+			return nil, err
+		}
+		out.rollout.Held = append(out.rollout.Held, h)
+	}
+	slices.SortFunc(out.rollout.Held, func(a, b typesv1beta1.HeldRevision) int { return int(a.Number - b.Number) })
+	return out, nil
+}
+
+// pullPlanOf is s's pull plan; nil under strategy All.
+func pullPlanOf(s *syncState) *pullPlan {
+	if s.rollout == nil {
+		return nil
+	}
+	return s.rollout.pull
 }
 
 // rolloutClusters is what the rollout engine knows of each placed
 // cluster, from its CPV entry; it prepares the sync input of each earlier
 // revision a cluster targets, to tell whether the latest changes the
-// cluster's copy. A Pull cluster's agent renders only the latest
-// revision: it takes each revision at once.
+// cluster's copy. A Pull cluster's entry is its agent's, which records
+// the revision it applied (pullPlan tells it which).
 func (r *Reconciler) rolloutClusters(s *syncState, plan *rolloutPlan, revs []rollout.Revision, latest rollout.Revision) (map[string]rollout.Cluster, error) {
 	out := map[string]rollout.Cluster{}
 	for _, name := range s.t.names {
@@ -114,9 +176,7 @@ func (r *Reconciler) rolloutClusters(s *syncState, plan *rolloutPlan, revs []rol
 		if c.State == typesv1beta1.RolloutPending {
 			c.State = typesv1beta1.InSync // in sync at its own target
 		}
-		if isPull(s.set[name]) {
-			c.Unchanged = true
-		} else if c.Target != 0 && c.Target != latest.Number {
+		if c.Target != 0 && c.Target != latest.Number {
 			unchanged, err := r.unchangedFor(s, plan, revs, latest, c.Target, name)
 			if err != nil {
 				return nil, err

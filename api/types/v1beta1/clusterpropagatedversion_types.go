@@ -1,6 +1,7 @@
 package v1beta1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -98,6 +99,65 @@ type ClusterPropagatedVersionSpec struct {
 	// unchanged.
 	// +optional
 	Spread *RecordedSpread `json:"spread,omitempty"`
+
+	// Rollout is, for a resource rolled out in waves that is placed on
+	// Pull clusters, what their agents apply: the latest revision's key,
+	// and the content of each earlier revision a Pull cluster is held at.
+	// An agent applies the revision its spec.clusters[].revision names,
+	// and, under strategy Waves, nothing the host has not decided yet.
+	// Unset under strategy All.
+	// +optional
+	Rollout *PullRollout `json:"rollout,omitempty"`
+}
+
+// PullRollout tells Pull clusters' agents which revisions to apply under a
+// rollout in waves: their agents may not read ControllerRevisions.
+type PullRollout struct {
+	// Latest is the resource's latest revision: the one whose content the
+	// federated resource holds when its content key is this one.
+	Latest RevisionKey `json:"latest"`
+
+	// Held are the earlier revisions some Pull cluster is held at, with
+	// their content. Never a revision of Secrets: those are not rolled out
+	// in waves.
+	// +listType=map
+	// +listMapKey=number
+	// +kubebuilder:validation:MaxItems=100
+	// +optional
+	Held []HeldRevision `json:"held,omitempty"`
+}
+
+// RevisionKey names a revision and its content: the hashes of
+// spec.template and spec.overrides it was made of.
+type RevisionKey struct {
+	// +kubebuilder:validation:Minimum=1
+	Number Revision `json:"number"`
+	// +kubebuilder:validation:MaxLength=128
+	TemplateHash string `json:"templateHash"`
+	// +kubebuilder:validation:MaxLength=128
+	OverridesHash string `json:"overridesHash"`
+}
+
+// HeldRevision is an earlier revision of the resource, as its
+// ControllerRevision holds it.
+type HeldRevision struct {
+	// +kubebuilder:validation:Minimum=1
+	Number Revision `json:"number"`
+	// TemplateVersion and OverrideVersion are the versions the copies of
+	// this revision carry.
+	TemplateVersion Version `json:"templateVersion"`
+	OverrideVersion Version `json:"overrideVersion"`
+	// Template is the revision's spec.template.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Template *apiextensionsv1.JSON `json:"template,omitempty"`
+	// Overrides are the revision's spec.overrides.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	Overrides *apiextensionsv1.JSON `json:"overrides,omitempty"`
 }
 
 // RecordedSpread is the spread constraints a decision was made under.
@@ -121,6 +181,14 @@ type PlacedCluster struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Revision is, for a Pull cluster of a resource rolled out in waves,
+	// the revision its agent is to apply: spec.rollout.latest's number or
+	// one of spec.rollout.held. Unset for Push clusters, and under
+	// strategy All.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	Revision *Revision `json:"revision,omitempty"`
 }
 
 // Removal tells a Pull cluster's agent to delete its copy of the resource.
