@@ -80,7 +80,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 		return
 	}
 	c.Action, c.Reason = d.action, d.reason
-	timing(in, c, d.newRevision)
+	in.timing(c, d.newRevision)
 	if !c.Action.writes() {
 		return
 	}
@@ -113,7 +113,7 @@ func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured) {
 	default:
 		c.Action, c.Reason = ActionUnchanged, "its agent reports the current versions"
 	}
-	timing(in, c, c.Action == ActionCreate || prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override)
+	in.timing(c, c.Action == ActionCreate || prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override)
 	if c.Action.writes() {
 		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
 		c.OverwritesDrift = overwrites(prev, recorded)

@@ -95,7 +95,7 @@ func TestPlanWaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := planWaves(spec.Rollout, placed, clusters)
+		r, _, err := planWaves(spec.Rollout, placed, clusters)
 		var got []string
 		for _, w := range r.Waves {
 			got = append(got, w.Name+":"+strings.Join(w.Clusters, ","))

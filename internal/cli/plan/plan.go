@@ -66,7 +66,11 @@ For each cluster it shows:
     capacity here, and the report says so;
   - the rollout wave the cluster falls in (spec.rollout; strategy All, or no
     rollout, is one wave, "all"), and whether the change reaches it at the
-    controller's next sync or, under Waves, when its wave starts;
+    controller's next sync or, under Waves, is held at an earlier revision,
+    and why, as the controller's rollout engine decides from the resource's
+    revisions (ControllerRevisions), status.rollout and the
+    ClusterPropagatedVersion; the resource's rollout summary says where the
+    rollout is, or why it halted;
   - what the controller would do: Create, Update, Delete or nothing
     (Unchanged), and why;
   - for a write, a server-side dry run in the member (apply with dryRun=All,
@@ -84,7 +88,9 @@ of the members' messages.
 
 Members are reached with the credentials the host keeps for them, read with
 your identity in the host, as fedwarden diff does: you need get on
-FederatedClusters and on Secrets in the control-plane namespace. The host keeps
+FederatedClusters and on Secrets in the control-plane namespace. Under
+strategy Waves plan lists the resource's ControllerRevisions; without that
+right it says so and only approximates when each cluster gets the change. The host keeps
 no credentials for a Pull cluster: for it, the plan says what its agent would
 do, from the ClusterPropagatedVersion, without a dry run.
 

@@ -129,7 +129,7 @@ func TestPlanAChangeOfImage(t *testing.T) {
 	imageLine := "-      - image: nginx:1.25\n+      - image: nginx:1.26\n"
 	if code != 1 || strings.Count(stdout, imageLine) != 2 ||
 		!strings.Contains(stdout, "member-1: Update, wave 1/2 canary\n") || !strings.Contains(stdout, "member-2: Update, wave 2/2 main\n") ||
-		strings.Count(stdout, "dry run: allowed by the member\n") != 2 || !strings.Contains(stdout, "the cluster gets the change when wave 2/2 main starts") || !strings.Contains(stdout, "--- live member-1/"+ns+"/web\n+++ planned member-1/"+ns+"/web\n") ||
+		strings.Count(stdout, "dry run: allowed by the member\n") != 2 || !strings.Contains(stdout, "held at revision 1 until wave 2/2 main starts; wave 1/2 canary before it is Progressing: ") || !strings.Contains(stdout, "--- live member-1/"+ns+"/web\n+++ planned member-1/"+ns+"/web\n") ||
 		!strings.Contains(stdout, "Member capacity was not considered") {
 		t.Errorf("plan of a new image: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -230,7 +230,7 @@ func TestPlanShowsAMemberRefusal(t *testing.T) {
 	file := manifest(t, web(ns, "nginx:latest", ""))
 	stdout, stderr, code := run(t, b, "-f", file)
 	if code != 1 || strings.Count(stdout, "dry run: REFUSED by the member: ") != 1 || !strings.Contains(stdout, message) ||
-		!strings.Contains(stdout, "member-1: Update, wave 1/2 canary\n  why: template version 1 → 2\n  dry run: allowed by the member\n") ||
+		!strings.Contains(stdout, "member-1: Update, wave 1/2 canary\n  why: template version 1 → 2; gets revision 2 now: wave 1/2 canary starts\n  dry run: allowed by the member\n") ||
 		!strings.Contains(stderr, "REFUSED by the member in 1 cluster: member-2") {
 		t.Errorf("plan of a refused image: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
@@ -304,6 +304,130 @@ func TestPlanReportsTheDriftItWouldOverwrite(t *testing.T) {
 	}
 }
 
+// TestPlanFollowsTheRolloutInWaves: mid-rollout, plan says when each
+// cluster gets the change as the controller's rollout engine decides it.
+// web's second wave, main (member-2), waits for an approval; nginx:1.26,
+// revision 2, went to the canary wave (member-1), and member-2 is held at
+// revision 1. Plan shows member-2 held there, and why; a further change,
+// revision 3, goes to member-1 now and holds member-2; an approval in the
+// manifest lets member-2 have revision 2 now; a pause holds both. An
+// identity that may not list the revisions gets plan's approximation, and
+// is told so. Plan writes nothing.
+func TestPlanFollowsTheRolloutInWaves(t *testing.T) {
+	b := shared.Bed(t)
+	t.Parallel()
+	ns := b.Namespace(t, "waves")
+	doc := func(image string) string {
+		return strings.Replace(web(ns, image, ""), "{name: main, clusters: [member-2]}", "{name: main, clusters: [member-2], pause: true}", 1)
+	}
+	place(t, b, ns, doc("nginx:1.25"), "deployment-web")
+	fed := object(t, doc("nginx:1.25"))
+	image := []byte(`{"spec":{"template":{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.26"}]}}}}}}`)
+	if err := b.Host.Patch(t.Context(), fed, client.RawPatch(types.MergePatchType, image)); err != nil {
+		t.Fatal(err)
+	}
+	awaitApproval(t, b, ns)
+	before := snapshot(t, b, ns)
+
+	// The resource as the host has it: member-2 waits for the approval.
+	stdout, stderr, code := run(t, b, "fdeploy/web", "-n", ns)
+	for _, want := range []string{
+		"Rollout: Waves, revision 2 from revision 1\n",
+		"  wave 1/2 canary: member-1 — Complete\n",
+		"  wave 2/2 main: member-2 (waits for approval) — AwaitingApproval\n",
+		"  Rolling out: revision 2 from 1: wave main is AwaitingApproval: the wave waits for an approval: fedwarden rollout resume\n",
+		"member-1: Unchanged, wave 1/2 canary\n  why: the copy is current\n",
+		"member-2: Update, wave 2/2 main\n  why: template version 1 → 2; held at revision 1: wave 2/2 main waits for an approval: fedwarden rollout resume starts it\n",
+	} {
+		if code != 1 || !strings.Contains(stdout, want) {
+			t.Errorf("plan of the resource mid-rollout: exit code %d, want 1 and %q; stdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		}
+	}
+	t.Logf("plan of the resource mid-rollout:\n%s%s", stdout, stderr)
+	r := planJSON(t, b, "fdeploy/web", "-n", ns)
+	ro := r.Rollout
+	if !ro.Engine || ro.Note != "" || ro.Revision != 2 || ro.NewRevision || ro.FromRevision != 1 || ro.Complete || ro.Halted != nil ||
+		ro.Waves[0].Phase != "Complete" || ro.Waves[1].Phase != "AwaitingApproval" || !strings.Contains(ro.Progress, "wave main is AwaitingApproval") {
+		t.Errorf("plan -o json mid-rollout: rollout %+v", ro)
+	}
+	if c := r.Clusters[0]; c.Action != plan.ActionUnchanged || c.Now || c.Held || c.TargetRevision != 2 {
+		t.Errorf("plan -o json mid-rollout: member-1 %+v", c)
+	}
+	if c := r.Clusters[1]; c.Action != plan.ActionUpdate || c.Now || !c.Held || c.TargetRevision != 1 || c.DryRun == nil || !c.DryRun.Allowed {
+		t.Errorf("plan -o json mid-rollout: member-2 %+v", c)
+	}
+
+	// Revision 3: the canary wave starts again, with member-1; member-2
+	// stays at revision 1.
+	stdout, stderr, code = run(t, b, "-f", manifest(t, doc("nginx:1.27")))
+	for _, want := range []string{
+		"Rollout: Waves, revision 3 (a new revision) from revision 2\n",
+		"  wave 1/2 canary: member-1 — Progressing\n",
+		"  wave 2/2 main: member-2 (waits for approval) — Pending\n",
+		"member-1: Update, wave 1/2 canary\n  why: template version 2 → 3; gets revision 3 now: wave 1/2 canary starts\n",
+		"member-2: Update, wave 2/2 main\n  why: template version 1 → 3; held at revision 1 until wave 2/2 main starts; wave 1/2 canary before it is Progressing: " +
+			"waiting for member-1 to be Healthy and InSync at the revision; then wave 2/2 main waits for an approval (fedwarden rollout resume)\n",
+	} {
+		if code != 1 || !strings.Contains(stdout, want) {
+			t.Errorf("plan of revision 3 mid-rollout: exit code %d, want 1 and %q; stdout:\n%s\nstderr:\n%s", code, want, stdout, stderr)
+		}
+	}
+	t.Logf("plan -f of revision 3 mid-rollout:\n%s%s", stdout, stderr)
+	r = planJSON(t, b, "-f", manifest(t, doc("nginx:1.27")))
+	t.Logf("plan -f of revision 3 mid-rollout, -o json:\n%s", mustJSON(t, r))
+	if ro := r.Rollout; !ro.Engine || ro.Revision != 3 || !ro.NewRevision || ro.FromRevision != 2 || ro.Waves[0].Phase != "Progressing" || ro.Waves[1].Phase != "Pending" {
+		t.Errorf("plan -o json of revision 3: rollout %+v", ro)
+	}
+	if c := r.Clusters[0]; !c.Now || c.Held || c.TargetRevision != 3 {
+		t.Errorf("plan -o json of revision 3: member-1 %+v", c)
+	}
+	if c := r.Clusters[1]; c.Now || !c.Held || c.TargetRevision != 1 {
+		t.Errorf("plan -o json of revision 3: member-2 %+v", c)
+	}
+
+	// The approval of wave main of revision 2, in the manifest: member-2
+	// gets revision 2 now.
+	meta := "metadata: {name: web, namespace: " + ns + "}"
+	approved := strings.Replace(doc("nginx:1.26"), meta, "metadata: {name: web, namespace: "+ns+", annotations: {fedwarden.io/approve-wave: \"2/1\"}}", 1)
+	stdout, stderr, code = run(t, b, "-f", manifest(t, approved))
+	if code != 1 || !strings.Contains(stdout, "  wave 2/2 main: member-2 (waits for approval) — Progressing\n") ||
+		!strings.Contains(stdout, "member-2: Update, wave 2/2 main\n  why: template version 1 → 2; gets revision 2 now: wave 2/2 main starts\n") {
+		t.Errorf("plan of the approval: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("plan -f of the approval:\n%s%s", stdout, stderr)
+
+	// Paused: nobody gets revision 3.
+	paused := strings.Replace(doc("nginx:1.27"), "strategy: Waves\n", "strategy: Waves\n    paused: true\n", 1)
+	stdout, stderr, code = run(t, b, "-f", manifest(t, paused))
+	if code != 1 || !strings.Contains(stdout, "Rollout: Waves, revision 3 (a new revision) from revision 2 (paused: ") ||
+		!strings.Contains(stdout, "  why: template version 2 → 3; held at revision 2: the rollout is paused (spec.rollout.paused) at wave 1/2 canary: fedwarden rollout resume lets it go on\n") ||
+		!strings.Contains(stdout, "  why: template version 1 → 3; held at revision 1: the rollout is paused (spec.rollout.paused) at wave 1/2 canary") {
+		t.Errorf("plan of a paused rollout: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("plan -f of a paused rollout:\n%s%s", stdout, stderr)
+
+	// An identity that may not read the revisions.
+	blind := kubeconfigFor(t, b, "plan-reader-no-revisions", rbacv1.PolicyRule{
+		APIGroups: []string{"", "core.kubefed.io", "types.kubefed.io", "scheduling.kubefed.io"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"},
+	})
+	stdout, stderr, code = clitest.Execute(plan.NewCommand, "fdeploy/web", "-n", ns, "--host-kubeconfig", blind)
+	if code != 1 || !strings.Contains(stdout, "  The rollout engine was not run: plan may not list the ControllerRevisions in namespace "+ns) ||
+		!strings.Contains(stdout, "when each cluster gets the change is plan's approximation.\n") || !strings.Contains(stdout, "  wave 2/2 main: member-2 (waits for approval)\n") {
+		t.Errorf("plan without the right to read the revisions: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("plan without the right to read the revisions:\n%s%s", stdout, stderr)
+	stdout, _, _ = clitest.Execute(plan.NewCommand, "fdeploy/web", "-n", ns, "--host-kubeconfig", blind, "-o", "json")
+	var blindReport plan.Report
+	if err := json.Unmarshal([]byte(stdout), &blindReport); err != nil || blindReport.Rollout.Engine || !strings.Contains(blindReport.Rollout.Note, "forbidden") ||
+		blindReport.Rollout.Revision != 0 || blindReport.Clusters[1].Now || blindReport.Clusters[1].TargetRevision != 0 {
+		t.Errorf("plan -o json without the right to read the revisions: %v; %s", err, stdout)
+	}
+
+	if after := snapshot(t, b, ns); after != before {
+		t.Errorf("plan wrote:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
 // TestPlanNeverPrintsSecretValues plans a new password for a
 // FederatedSecret, and a new FederatedSecret: neither the report nor the
 // JSON holds a value, raw or base64, old or new.
@@ -370,6 +494,67 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
+// planJSON runs plan -o json, which must exit 1 (changes), and decodes
+// its report.
+func planJSON(t *testing.T, b *inprocess.Bed, args ...string) plan.Report {
+	t.Helper()
+	stdout, stderr, code := run(t, b, append(args, "-o", "json")...)
+	var r plan.Report
+	if err := json.Unmarshal([]byte(stdout), &r); code != 1 || err != nil || len(r.Clusters) != 2 || len(r.Rollout.Waves) != 2 {
+		t.Fatalf("plan %v -o json: exit code %d, %v; stdout:\n%s\nstderr:\n%s", args, code, err, stdout, stderr)
+	}
+	return r
+}
+
+// mustJSON is r as plan prints it, without the rendered copies and diffs.
+func mustJSON(t *testing.T, r plan.Report) string {
+	t.Helper()
+	for i := range r.Clusters {
+		r.Clusters[i].Rendered = map[string]any{"…": "…"}
+		if r.Clusters[i].Diff != "" {
+			r.Clusters[i].Diff = "…"
+		}
+	}
+	out, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// awaitApproval waits until the controller has rolled revision 2 of web out
+// to the canary wave (member-1) and wave main (member-2, held at revision
+// 1) waits for an approval.
+func awaitApproval(t *testing.T, b *inprocess.Bed, ns string) {
+	t.Helper()
+	inprocess.Eventually(t, settled, "revision 2 to reach member-1 and wave main to await an approval", func(ctx context.Context) (bool, string) {
+		fed := &unstructured.Unstructured{}
+		fed.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
+		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, fed); err != nil {
+			return false, err.Error()
+		}
+		var st typesv1beta1.FederatedStatus
+		raw, _, _ := unstructured.NestedMap(fed.Object, "status")
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+			return false, err.Error()
+		}
+		cpv := &typesv1beta1.ClusterPropagatedVersion{}
+		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deployment-web"}, cpv); err != nil {
+			return false, err.Error()
+		}
+		entries := map[string]typesv1beta1.ClusterVersion{}
+		for _, cv := range cpv.Status.ClusterVersions {
+			entries[string(cv.ClusterName)] = cv
+		}
+		rolledOut := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedRolledOut)
+		ok := st.Rollout != nil && st.Rollout.Revision == 2 && len(st.Rollout.Waves) == 2 && st.Rollout.Waves[1].Phase == typesv1beta1.WaveAwaitingApproval &&
+			rolledOut != nil && rolledOut.ObservedGeneration == fed.GetGeneration() &&
+			entries[member1].TargetRevision == 2 && entries[member1].State == typesv1beta1.InSync &&
+			entries[member2].TargetRevision == 1 && entries[member2].State == typesv1beta1.RolloutPending
+		return ok, fmt.Sprintf("rollout %+v; CPV %+v", st.Rollout, cpv.Status.ClusterVersions)
+	})
+}
+
 // run runs plan against the bed's host as its admin.
 func run(t *testing.T, b *inprocess.Bed, args ...string) (string, string, int) {
 	t.Helper()
@@ -413,7 +598,8 @@ func place(t *testing.T, b *inprocess.Bed, ns, doc, cpvName string) {
 }
 
 // snapshot names the resourceVersions of what plan could write in ns: the
-// federated resources and CPVs of the host, the copies in the members.
+// federated resources, CPVs and revisions of the host, the copies in the
+// members.
 func snapshot(t *testing.T, b *inprocess.Bed, ns string) string {
 	t.Helper()
 	var parts []string
@@ -433,6 +619,7 @@ func snapshot(t *testing.T, b *inprocess.Bed, ns string) string {
 		add(b.Host, "host", list)
 	}
 	add(b.Host, "host", &typesv1beta1.ClusterPropagatedVersionList{})
+	add(b.Host, "host", &appsv1.ControllerRevisionList{})
 	for _, m := range []string{member1, member2} {
 		add(b.Members[m], m, &appsv1.DeploymentList{})
 		add(b.Members[m], m, &corev1.SecretList{})
@@ -494,13 +681,16 @@ func refuseLatest(t *testing.T, b *inprocess.Bed, ns, message string) {
 // may get, list and watch everything, and write nothing.
 func readOnlyKubeconfig(t *testing.T, b *inprocess.Bed) string {
 	t.Helper()
+	return kubeconfigFor(t, b, "plan-reader", rbacv1.PolicyRule{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}})
+}
+
+// kubeconfigFor returns a kubeconfig of the host for the identity name,
+// a ServiceAccount with rules over the whole host.
+func kubeconfigFor(t *testing.T, b *inprocess.Bed, name string, rules ...rbacv1.PolicyRule) string {
+	t.Helper()
 	ctx := t.Context()
-	const name = "plan-reader"
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
-	role := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}},
-	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},

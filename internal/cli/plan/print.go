@@ -39,13 +39,43 @@ func printHeader(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "Versions: template %s, override %s\n", r.Versions.Template, r.Versions.Override)
 	fmt.Fprintf(b, "Placement: %s\n", r.Placement.Message)
 	b.WriteString("  Member capacity was not considered: plan has no capacity source, so the Capacity plugin passed every cluster.\n")
-	fmt.Fprintf(b, "Rollout: %s", r.Rollout.Strategy)
-	if r.Rollout.Paused {
+	printRollout(b, r.Rollout)
+}
+
+// printRollout says in which waves the change goes and, under Waves, where
+// the rollout engine takes them: the revision, each wave's phase, and
+// where the rollout is, or why the engine was not run.
+func printRollout(b *strings.Builder, ro Rollout) {
+	fmt.Fprintf(b, "Rollout: %s", ro.Strategy)
+	if ro.Engine {
+		fmt.Fprintf(b, ", revision %d", ro.Revision)
+		if ro.NewRevision {
+			b.WriteString(" (a new revision)")
+		}
+		if ro.FromRevision != 0 {
+			fmt.Fprintf(b, " from revision %d", ro.FromRevision)
+		}
+	}
+	if ro.Paused {
 		b.WriteString(" (paused: no cluster gets a new revision until it is resumed)")
 	}
 	b.WriteString("\n")
-	for i, w := range r.Rollout.Waves {
-		fmt.Fprintf(b, "  wave %d/%d %s: %s%s\n", i+1, len(r.Rollout.Waves), w.Name, orNoCluster(w.Clusters), waveNotes(w))
+	for i, w := range ro.Waves {
+		fmt.Fprintf(b, "  wave %d/%d %s: %s%s", i+1, len(ro.Waves), w.Name, orNoCluster(w.Clusters), waveNotes(w))
+		if w.Phase != "" {
+			fmt.Fprintf(b, " — %s", w.Phase)
+		}
+		b.WriteString("\n")
+	}
+	switch {
+	case ro.Note != "":
+		fmt.Fprintf(b, "  The rollout engine was not run: %s.\n", ro.Note)
+	case ro.Halted != nil:
+		fmt.Fprintf(b, "  Halted (%s): %s\n", ro.Halted.Reason, ro.Halted.Message)
+	case ro.Engine && ro.Complete:
+		fmt.Fprintf(b, "  Rolled out: %s\n", ro.Progress)
+	case ro.Engine:
+		fmt.Fprintf(b, "  Rolling out: %s\n", ro.Progress)
 	}
 }
 

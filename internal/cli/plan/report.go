@@ -60,12 +60,41 @@ type Verdict struct {
 	Reasons []string `json:"reasons"`
 }
 
-// Rollout is spec.rollout's waves over the placed clusters.
+// Rollout is spec.rollout's waves over the placed clusters and, under
+// Waves, where the controller's rollout engine would take them.
 type Rollout struct {
 	// Strategy is All (one wave, "all") or Waves.
 	Strategy string `json:"strategy"`
 	Paused   bool   `json:"paused"`
 	Waves    []Wave `json:"waves"`
+	// Engine: the controller's rollout engine decided the waves' phases
+	// and when each cluster gets the change. False under strategy All,
+	// and when plan could not read the resource's revisions (Note says
+	// why): then the timing is plan's approximation.
+	Engine bool `json:"engine"`
+	// Note says why the engine was not run under Waves; "" when it was.
+	Note string `json:"note"`
+	// Revision is the revision the planned content is rolled out as: the
+	// newest ControllerRevision when the content is its, else a new one
+	// (NewRevision); FromRevision is the one the clusters not reached yet
+	// stay at. Both 0 when the engine was not run.
+	Revision     int64 `json:"revision"`
+	NewRevision  bool  `json:"newRevision"`
+	FromRevision int64 `json:"fromRevision"`
+	// Complete: every wave is complete (condition RolledOut would be True).
+	Complete bool `json:"complete"`
+	// Halted is why the rollout stopped; null when it did not.
+	Halted *Halt `json:"halted"`
+	// Progress is where the rollout is, as condition RolledOut's message
+	// would say it; "" when the engine was not run.
+	Progress string `json:"progress"`
+}
+
+// Halt is why a rollout stopped: condition RolloutHalted's reason and
+// message.
+type Halt struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
 }
 
 // Wave is one wave with the placed clusters it chose.
@@ -75,6 +104,10 @@ type Wave struct {
 	Pause          bool     `json:"pause"`
 	BakeSeconds    int32    `json:"bakeSeconds"`
 	MaxUnavailable *int32   `json:"maxUnavailable"`
+	// Phase and Message are the wave's in the engine's decision, as
+	// status.rollout would have them; "" when the engine was not run.
+	Phase   string `json:"phase"`
+	Message string `json:"message"`
 }
 
 // Action is what the controller would do in a cluster.
@@ -118,6 +151,11 @@ type Cluster struct {
 	// write a rollout in waves holds back until the cluster's wave starts,
 	// and when nothing is written.
 	Now bool `json:"now"`
+	// TargetRevision is the revision the rollout engine gives the cluster:
+	// the latest, or an earlier one it holds the cluster at (Held); 0 when
+	// the engine was not run or the cluster is not placed.
+	TargetRevision int64 `json:"targetRevision"`
+	Held           bool  `json:"held"`
 	// Reason says why.
 	Reason string `json:"reason"`
 	// Pull: the cluster's agent applies the change; the host cannot read

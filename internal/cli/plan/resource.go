@@ -24,10 +24,13 @@ type planInput struct {
 	// force: a new kubefed.io/resync value makes the controller write
 	// every placed cluster.
 	force bool
+	// engine is the rollout engine's decision under strategy Waves; nil
+	// under All, or when plan could not run it (rollout.Note says why).
+	engine *engine
 }
 
-// plan plans the resource s in every cluster: placement, waves, then each
-// cluster's copy.
+// plan plans the resource s in every cluster: placement, waves, the
+// rollout engine's decision, then each cluster's copy.
 func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	joined, err := p.listClusters(ctx)
 	if err != nil {
@@ -37,7 +40,7 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	ro, err := planWaves(s.spec.Rollout, pl.names, joined)
+	ro, waves, err := planWaves(s.spec.Rollout, pl.names, joined)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.describe(), err)
 	}
@@ -57,6 +60,12 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	resync := s.fed.GetAnnotations()[typesv1beta1.AnnotationResync]
 	in.force = resync != "" && s.cpv.ResourceVersion != "" && resync != s.cpv.Status.Resync
 	slices.Sort(names)
+	if in.engine, in.rollout.Note, err = p.runEngine(ctx, in, waves); err != nil {
+		return nil, err
+	}
+	if in.engine != nil {
+		in.engine.summarize(&in.rollout)
+	}
 	r := newReport(s, in)
 	for _, name := range slices.Compact(names) {
 		r.Clusters = append(r.Clusters, p.planCluster(ctx, in, name))

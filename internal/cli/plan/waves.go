@@ -14,22 +14,22 @@ const allWave = "all"
 
 // planWaves returns the rollout r, spec.rollout, takes the placed clusters
 // through: strategy All, or no rollout, is one wave, "all"; Waves is
-// rollout.Waves.
-func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, error) {
+// rollout.Waves, whose waves it returns too (nil under All).
+func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, []rollout.Wave, error) {
 	if r == nil || r.Strategy != typesv1beta1.RolloutWaves {
 		return Rollout{Strategy: string(typesv1beta1.RolloutAll), Paused: r != nil && r.Paused,
-			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil
+			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil, nil
 	}
 	waves, err := rollout.Waves(r, placed, clusters)
 	if err != nil {
-		return Rollout{}, err
+		return Rollout{}, nil, err
 	}
 	out := Rollout{Strategy: string(typesv1beta1.RolloutWaves), Paused: r.Paused}
 	for _, w := range waves {
 		out.Waves = append(out.Waves, Wave{Name: w.Name, Clusters: nonNil(w.Clusters), Pause: w.Spec.Pause,
 			BakeSeconds: w.Spec.BakeSeconds, MaxUnavailable: w.Spec.MaxUnavailable})
 	}
-	return out, nil
+	return out, waves, nil
 }
 
 // waveOf returns the wave cluster falls in, numbered from 1; 0 when none.
@@ -49,13 +49,25 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// timing says when the controller would make c's write, as the rollout
-// engine holds back a new revision: at once, unless spec.rollout is Waves
-// and the write carries a new revision of a resource that has one already,
-// which a cluster gets when its wave starts (the first wave at once, unless
-// it waits for an approval or the rollout is paused). A deletion, or a
-// write that only heals drift or acts on kubefed.io/resync, is at once.
-func timing(in *planInput, c *Cluster, newRevision bool) {
+// timing says when the controller would make c's write: as the rollout
+// engine decides (engine.timing) when plan could run it, else as
+// approximateTiming guesses.
+func (in *planInput) timing(c *Cluster, newContent bool) {
+	if in.engine != nil {
+		in.engine.timing(c, newContent)
+		return
+	}
+	approximateTiming(in, c, newContent)
+}
+
+// approximateTiming guesses when the controller would make c's write, for
+// when plan cannot run the rollout engine (it may not read the resource's
+// revisions): at once, unless spec.rollout is Waves and the write carries
+// a new revision of a resource that has one already, which a cluster gets
+// when its wave starts (the first wave at once, unless it waits for an
+// approval or the rollout is paused). A deletion, or a write that only
+// heals drift or acts on kubefed.io/resync, is at once.
+func approximateTiming(in *planInput, c *Cluster, newRevision bool) {
 	c.Now = c.Action.writes()
 	r := in.rollout
 	if !c.Now || c.Action == ActionDelete || !newRevision || r.Strategy != string(typesv1beta1.RolloutWaves) ||
