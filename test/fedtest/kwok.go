@@ -32,9 +32,15 @@ import (
 //
 // localfed runs no kube-scheduler: a Pod runs only when its spec names the
 // Node (spec.nodeName: KWOKNodeName), as a Deployment's template can.
+//
+// One Node by default; WithKWOKNodes makes several, each with its own
+// allocatable resources, for tests that measure what a member holds.
 type KWOK struct {
-	// Node is the name of the simulated Node.
+	// Node is the name of the first simulated Node: KWOKNodeName unless
+	// WithKWOKNodes names others.
 	Node string
+	// Nodes are the names of every simulated Node, Node first.
+	Nodes []string
 	// LogPath is the KWOK controller's log.
 	LogPath string
 
@@ -64,13 +70,33 @@ type KWOKOption func(*kwokOptions)
 
 type kwokOptions struct {
 	allocatable corev1.ResourceList
+	nodes       []KWOKNode
 	stages      []string
 }
 
+// KWOKNode is a simulated Node to create.
+type KWOKNode struct {
+	// Name of the Node; Pods run on it when their spec.nodeName names it.
+	Name string
+	// Allocatable is the Node's capacity and allocatable resources; when
+	// nil, those of WithKWOKAllocatable or its default.
+	Allocatable corev1.ResourceList
+}
+
 // WithKWOKAllocatable sets the Node's capacity and allocatable resources
-// (default 32 CPUs, 256 GiB of memory, 110 Pods).
+// (default 32 CPUs, 256 GiB of memory, 110 Pods); with WithKWOKNodes, those
+// of the Nodes that give none.
 func WithKWOKAllocatable(r corev1.ResourceList) KWOKOption {
 	return func(o *kwokOptions) { o.allocatable = r }
+}
+
+// WithKWOKNodes makes KWOK run these Nodes instead of the one named
+// KWOKNodeName: members whose Nodes differ, so that what they can hold
+// differs as in real fleets. A Deployment whose template names one Node
+// then runs every replica there, as kube-scheduler is not there to spread
+// them.
+func WithKWOKNodes(nodes ...KWOKNode) KWOKOption {
+	return func(o *kwokOptions) { o.nodes = append(o.nodes, nodes...) }
 }
 
 // WithKWOKStages adds KWOK configuration files, such as Stages that fail
@@ -83,11 +109,12 @@ func WithKWOKStages(paths ...string) KWOKOption {
 // the controller runs: it does so within a second on an idle machine.
 const kwokReadyTimeout = time.Minute
 
-// StartKWOK creates a simulated Node in cluster c and runs KWOK's
-// controller for it, with its binary and Stages from the bin directory
-// (localfed.BinDir), logging to a file in dir, and waits until the Node is
-// Ready. The controller talks only to c's kube-apiserver, which must be on
-// a loopback address.
+// StartKWOK creates the simulated Nodes in cluster c (one, KWOKNodeName,
+// unless WithKWOKNodes says otherwise) and runs KWOK's controller for them,
+// with its binary and Stages from the bin directory (localfed.BinDir),
+// logging to a file in dir, and waits until every Node is Ready. The
+// controller talks only to c's kube-apiserver, which must be on a loopback
+// address.
 func StartKWOK(ctx context.Context, c *localfed.Cluster, dir string, opts ...KWOKOption) (*KWOK, error) {
 	o := kwokOptions{allocatable: corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("32"),
@@ -96,6 +123,10 @@ func StartKWOK(ctx context.Context, c *localfed.Cluster, dir string, opts ...KWO
 	}}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	nodes, err := o.nodeList()
+	if err != nil {
+		return nil, err
 	}
 	if err := requireLoopback(c.Endpoint); err != nil {
 		return nil, err
@@ -114,18 +145,46 @@ func StartKWOK(ctx context.Context, c *localfed.Cluster, dir string, opts ...KWO
 	if err != nil {
 		return nil, err
 	}
-	k := &KWOK{Node: KWOKNodeName, cluster: c, client: client, done: make(chan struct{}),
+	k := &KWOK{Node: nodes[0].Name, cluster: c, client: client, done: make(chan struct{}),
 		LogPath: filepath.Join(dir, "kwok-"+c.Name+".log")}
-	if err := k.createNode(ctx, o.allocatable); err != nil {
-		return nil, err
+	for _, n := range nodes {
+		// Nodes are recorded as they are created, so that a failure
+		// deletes those made so far.
+		if err := k.createNode(ctx, n); err != nil {
+			return nil, errors.Join(err, k.deleteNodes())
+		}
 	}
 	if err := k.start(bin, dir, append([]string{stages}, o.stages...)); err != nil {
-		return nil, errors.Join(err, k.deleteNode())
+		return nil, errors.Join(err, k.deleteNodes())
 	}
-	if err := k.waitNodeReady(ctx); err != nil {
+	if err := k.waitNodesReady(ctx); err != nil {
 		return nil, errors.Join(err, k.Stop())
 	}
 	return k, nil
+}
+
+// nodeList is the Nodes to create, each with its allocatable resources:
+// those of WithKWOKNodes, else the one named KWOKNodeName.
+func (o *kwokOptions) nodeList() ([]KWOKNode, error) {
+	if len(o.nodes) == 0 {
+		return []KWOKNode{{Name: KWOKNodeName, Allocatable: o.allocatable}}, nil
+	}
+	out := make([]KWOKNode, 0, len(o.nodes))
+	seen := map[string]bool{}
+	for _, n := range o.nodes {
+		switch {
+		case n.Name == "":
+			return nil, errors.New("a KWOK Node needs a name")
+		case seen[n.Name]:
+			return nil, fmt.Errorf("the KWOK Node %s is given twice", n.Name)
+		}
+		seen[n.Name] = true
+		if n.Allocatable == nil {
+			n.Allocatable = o.allocatable
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // RunKWOK is StartKWOK for a test: it fails the test if KWOK does not
@@ -161,25 +220,26 @@ func requireLoopback(endpoint string) error {
 	return nil
 }
 
-// createNode creates the simulated Node, marked for KWOK, with the
-// resources given.
-func (k *KWOK) createNode(ctx context.Context, resources corev1.ResourceList) error {
+// createNode creates a simulated Node, marked for KWOK, with its
+// resources, and adds it to k.Nodes.
+func (k *KWOK) createNode(ctx context.Context, n KWOKNode) error {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        k.Node,
+			Name:        n.Name,
 			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
 			Labels: map[string]string{
-				"kubernetes.io/hostname": k.Node,
+				"kubernetes.io/hostname": n.Name,
 				"kubernetes.io/os":       "linux",
 				"kubernetes.io/arch":     "amd64",
 				"type":                   "kwok",
 			},
 		},
-		Status: corev1.NodeStatus{Capacity: resources, Allocatable: resources},
+		Status: corev1.NodeStatus{Capacity: n.Allocatable, Allocatable: n.Allocatable},
 	}
 	if _, err := k.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("creating the KWOK Node %s in %s: %w", k.Node, k.cluster.Name, err)
+		return fmt.Errorf("creating the KWOK Node %s in %s: %w", n.Name, k.cluster.Name, err)
 	}
+	k.Nodes = append(k.Nodes, n.Name)
 	return nil
 }
 
@@ -223,26 +283,29 @@ func (k *KWOK) start(bin, dir string, configs []string) error {
 	return nil
 }
 
-// waitNodeReady waits until KWOK has made the Node Ready, or its
+// waitNodesReady waits until KWOK has made every Node Ready, or its
 // controller has exited.
-func (k *KWOK) waitNodeReady(ctx context.Context) error {
+func (k *KWOK) waitNodesReady(ctx context.Context) error {
 	deadline := time.Now().Add(kwokReadyTimeout)
-	for {
-		node, err := k.client.CoreV1().Nodes().Get(ctx, k.Node, metav1.GetOptions{})
-		if err == nil && nodeReady(node) {
-			return nil
-		}
-		select {
-		case <-k.done:
-			return fmt.Errorf("KWOK exited before the Node %s was Ready; its log ends with:\n%s", k.Node, k.logTail())
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("KWOK did not make the Node %s Ready within %s (last error: %v); its log ends with:\n%s", k.Node, kwokReadyTimeout, err, k.logTail())
+	for _, name := range k.Nodes {
+		for {
+			node, err := k.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err == nil && nodeReady(node) {
+				break
+			}
+			select {
+			case <-k.done:
+				return fmt.Errorf("KWOK exited before the Node %s was Ready; its log ends with:\n%s", name, k.logTail())
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("KWOK did not make the Node %s Ready within %s (last error: %v); its log ends with:\n%s", name, kwokReadyTimeout, err, k.logTail())
+			}
 		}
 	}
+	return nil
 }
 
 func nodeReady(node *corev1.Node) bool {
@@ -260,7 +323,7 @@ func (k *KWOK) logTail() []byte {
 }
 
 // Stop ends the KWOK controller with SIGTERM (SIGKILL after 10 s) and
-// deletes its Node, if the cluster still runs: Pods bound to it stay as
+// deletes its Nodes, if the cluster still runs: Pods bound to it stay as
 // they were. It returns an error when the controller had exited on its own.
 func (k *KWOK) Stop() error {
 	var err error
@@ -277,17 +340,21 @@ func (k *KWOK) Stop() error {
 		}
 	}
 	if k.cluster.Running() {
-		err = errors.Join(err, k.deleteNode())
+		err = errors.Join(err, k.deleteNodes())
 	}
 	return err
 }
 
-func (k *KWOK) deleteNode() error {
+// deleteNodes deletes the Nodes created so far.
+func (k *KWOK) deleteNodes() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := k.client.CoreV1().Nodes().Delete(ctx, k.Node, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the KWOK Node %s of %s: %w", k.Node, k.cluster.Name, err)
+	var errs []error
+	for _, name := range k.Nodes {
+		err := k.client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("deleting the KWOK Node %s of %s: %w", name, k.cluster.Name, err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
