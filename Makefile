@@ -14,6 +14,10 @@ CHROMIUM := $(or $(FEDWARDEN_CHROMIUM),/usr/bin/chromium)
 # dependency (several minutes on 2 cores): add it here to check it.
 CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# go test runs GOMAXPROCS tests of a package at once, except test/e2e, whose
+# TestMain raises it to 8 (FEDWARDEN_E2E_PARALLEL sets another number;
+# -parallel in GO_TEST_FLAGS wins everywhere): its tests mostly wait on
+# controllers (docs/testing.md, "Many tests at once").
 
 .PHONY: all build tools browser generate verify test test-unit test-race fuzz bench-smoke bench up fmt vet clean
 

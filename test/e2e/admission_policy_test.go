@@ -266,7 +266,7 @@ func TestTheResyncAnnotationIsBounded(t *testing.T) {
 func TestAnObjectAdmittedBeforeThePoliciesCanStillBeDeleted(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithControllers())
+	bed, err := startLocalFed(t, localfed.WithControllers())
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

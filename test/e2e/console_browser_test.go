@@ -446,7 +446,7 @@ func withQuery(t *testing.T, raw, key, value string) string {
 func TestNotificationSinkDownLeavesPropagationLatency(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithMembers(1))
+	bed, err := startLocalFed(t, localfed.WithMembers(1))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

@@ -156,7 +156,7 @@ func TestJoinMakesMembersReady(t *testing.T) {
 func TestJoinProbesNewClusterAtOnce(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	bed, err := startLocalFed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

@@ -70,7 +70,7 @@ func TestKubeFedSample1(t *testing.T) {
 	skipInShortMode(t)
 	kubectlPath(t) // no kubectl, no test bed to start
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithMemberNames("cluster1", "cluster2"))
+	bed, err := startLocalFed(t, localfed.WithMemberNames("cluster1", "cluster2"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

@@ -70,7 +70,7 @@ func leaseHolder(ctx context.Context, host client.Client) (string, error) {
 func TestLeaderElectionTakeover(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	f, err := localfed.Start(t.Context(), localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	f, err := startLocalFed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

@@ -47,6 +47,10 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	if err := setParallel(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// The test's own clients log through controller-runtime; the
 	// controller-manager's logs are in its own file.
 	ctrllog.SetLogger(logr.Discard())

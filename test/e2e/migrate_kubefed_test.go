@@ -540,7 +540,7 @@ func startKubeFedBed(t *testing.T) *kubefedBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bed, err := localfed.Start(t.Context(), localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
+	bed, err := startLocalFed(t, localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

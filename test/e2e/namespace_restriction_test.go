@@ -39,7 +39,7 @@ type nsBed struct {
 // ConfigMaps with the CLI.
 func startNamespaceBed(t *testing.T, members int) *nsBed {
 	t.Helper()
-	f, err := localfed.Start(t.Context(), localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "namespace-controller"))
+	f, err := startLocalFed(t, localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "namespace-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

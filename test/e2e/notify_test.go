@@ -112,7 +112,7 @@ func newHungSink(t *testing.T) *webhook {
 func TestDriftNotifications(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithMembers(1))
+	bed, err := startLocalFed(t, localfed.WithMembers(1))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

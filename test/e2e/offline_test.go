@@ -21,7 +21,7 @@ import (
 func TestMemberOfflineAndBack(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := localfed.Start(t.Context(), localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	bed, err := startLocalFed(t, localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestMemberOfflineAndBack(t *testing.T) {
 		t.Errorf("%s: Ready = %+v (%v) while %s is down", up.Name, got, err, down.Name)
 	}
 
-	if err := down.Restart(t.Context()); err != nil {
+	if err := restartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForCondition(t, host, down.Name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, probes.probesWithin(1))
@@ -101,7 +101,7 @@ func TestMemberOfflineAndBack(t *testing.T) {
 			t.Errorf("unjoin with the member down left %s on the host", key)
 		}
 	}
-	if err := down.Restart(t.Context()); err != nil {
+	if err := restartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	if r := runFedwarden(t, unjoinArgs(bed, down, down.Name)...); r.code != 0 {

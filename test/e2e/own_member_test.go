@@ -16,7 +16,12 @@ import (
 // after the test's own cleanups (such as its unjoin), which run first.
 func ownMember(t *testing.T, name string) *localfed.Cluster {
 	t.Helper()
+	done, err := startSlot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, err := fed.AddMember(t.Context(), name)
+	done()
 	if err != nil {
 		t.Fatalf("starting a member of the test's own: %v", err)
 	}

@@ -52,7 +52,7 @@ type restartBed struct {
 // resourceVersion that moves is a Fedwarden write.
 func startRestartBed(t *testing.T) *restartBed {
 	t.Helper()
-	f, err := localfed.Start(t.Context(), localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	f, err := startLocalFed(t, localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
@@ -388,7 +388,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	})
 
 	// Back: member-1 gets the change, and nothing else.
-	if err := down.Restart(t.Context()); err != nil {
+	if err := restartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForCPV(t, bed.host, ns, "deployment-"+changedName, "3", "1", m1, m2)
@@ -439,7 +439,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 		}
 		return false, fmt.Sprint(conds)
 	})
-	if err := down.Restart(t.Context()); err != nil {
+	if err := restartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForAbsent(t, bed.host, fresh, "the host", 60*time.Second)

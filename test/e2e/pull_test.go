@@ -59,7 +59,7 @@ type pullBed struct {
 // resourceVersion that moves is a Fedwarden write.
 func startPullBed(t *testing.T) *pullBed {
 	t.Helper()
-	f, err := localfed.Start(t.Context(), localfed.WithMemberNames("push-1", "pull-1"),
+	f, err := startLocalFed(t, localfed.WithMemberNames("push-1", "pull-1"),
 		localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
@@ -223,6 +223,7 @@ func entryManagers(t *testing.T, c client.Client, namespace, name string) map[st
 // as it is while the host is down.
 func TestPullMode(t *testing.T) {
 	skipInShortMode(t)
+	t.Parallel()
 	b := startPullBed(t)
 	fc := &corev1beta1.FederatedCluster{}
 	if err := b.host.Get(t.Context(), types.NamespacedName{Name: b.pull.Name}, fc); err != nil {
@@ -387,7 +388,7 @@ func TestPullMode(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		if err := b.Host.Restart(t.Context()); err != nil {
+		if err := restartCluster(t, b.Host); err != nil {
 			t.Fatal(err)
 		}
 		// The Ready=True the host kept from before the outage proves

@@ -80,7 +80,7 @@ var (
 
 func startRolloutBed(t *testing.T) *rolloutBed {
 	t.Helper()
-	f, err := localfed.Start(t.Context(), localfed.WithMemberNames(append(append([]string{}, firstWave...), secondWave...)...))
+	f, err := startLocalFed(t, localfed.WithMemberNames(append(append([]string{}, firstWave...), secondWave...)...))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
@@ -308,7 +308,7 @@ spec:
 	})
 
 	t.Run("undo brings the first wave back", func(t *testing.T) {
-		if r := b.rollout(t, "undo"); r.code != 0 {
+		if r := b.undo(t); r.code != 0 {
 			t.Fatalf("fedwarden rollout undo:\n%s", r)
 		}
 		b.waitForImages(t, ns, "web", "nginx:1.28", "nginx:1.28")
@@ -340,12 +340,24 @@ spec:
 	})
 
 	t.Run("a controller restart mid-rollout goes on where it was", func(t *testing.T) {
+		prev, _, err := b.rolloutCondition(t.Context(), ns, "web", typesv1beta1.FederatedRolledOut)
+		if err != nil || prev == nil {
+			t.Fatalf("the rollout status before the change: %+v, %v", prev, err)
+		}
 		b.setImage(t, ns, "web", "nginx:1.30")
 		b.waitForImages(t, ns, "web", "nginx:1.30", "nginx:1.29")
-		before, _, err := b.rolloutCondition(t.Context(), ns, "web", typesv1beta1.FederatedRolledOut)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The first wave's copies are written before the status records
+		// the new revision's start, which on a busy machine can come a
+		// while later: the restart is mid-rollout once it is recorded.
+		var before *typesv1beta1.RolloutStatus
+		eventually(t, 30*time.Second, "the rollout status to record the new revision's first wave", func(ctx context.Context) (bool, string) {
+			st, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolledOut)
+			if err != nil {
+				return false, err.Error()
+			}
+			before = st
+			return st != nil && st.Revision > prev.Revision && len(st.Waves) > 0 && st.Waves[0].StartedAt != nil, fmt.Sprintf("RolledOut %s; rollout %+v", cond, st)
+		})
 		if err := b.cm.stop(); err != nil {
 			t.Fatal(err)
 		}
@@ -395,6 +407,21 @@ spec:
 			}
 		}
 	})
+}
+
+// undo runs fedwarden rollout undo as its help tells a user to: again
+// when it says that the resource changed since it read it. Its write is
+// guarded by the resourceVersion, which the controller-manager's status
+// writes move too; a busy machine can delay those until undo runs. Nothing
+// was written then, so the revision numbers stay as the test expects.
+func (b *rolloutBed) undo(t *testing.T) result {
+	t.Helper()
+	var r result
+	eventually(t, 30*time.Second, "fedwarden rollout undo to write or fail for another reason", func(context.Context) (bool, string) {
+		r = b.rollout(t, "undo")
+		return r.code != 1 || !strings.Contains(r.stderr, "changed since it was read"), r.String()
+	})
+	return r
 }
 
 // rollout runs fedwarden rollout SUBCOMMAND fdeploy/web in the test's

@@ -27,6 +27,7 @@ import (
 // then for one more full sync, and reading the copy with its UID.
 func TestStateDrivenPluginsNeverDeleteACopy(t *testing.T) {
 	skipInShortMode(t)
+	t.Parallel()
 	bed := startSchedBed(t)
 	ns := testNamespace(t, bed.host)
 
@@ -67,7 +68,7 @@ func TestStateDrivenPluginsNeverDeleteACopy(t *testing.T) {
 	// east-1 is back: the spread is decided again, from the same
 	// constraints, and neither copy goes (which of the two the spread
 	// prefers depends on when east-1's capacity is measured again).
-	if err := bed.Member("east-1").Restart(t.Context()); err != nil {
+	if err := restartCluster(t, bed.Member("east-1")); err != nil {
 		t.Fatalf("restarting east-1: %v", err)
 	}
 	waitForCondition(t, bed.host, "east-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, bed.probes.probesWithin(1))

@@ -55,7 +55,7 @@ func startSchedBed(t *testing.T) *schedBed {
 	for _, m := range schedMembers {
 		names = append(names, m.name)
 	}
-	f, err := localfed.Start(t.Context(), localfed.WithMemberNames(names...), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	f, err := startLocalFed(t, localfed.WithMemberNames(names...), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
@@ -207,6 +207,7 @@ func waitForScheduled(t *testing.T, c client.Client, namespace, name string, sta
 
 func TestScheduling(t *testing.T) {
 	skipInShortMode(t)
+	t.Parallel()
 	bed := startSchedBed(t)
 	t.Run("group", func(t *testing.T) {
 		t.Run("ReplicaDivisionByWeight", bed.testWeights)
@@ -482,7 +483,7 @@ func (b *schedBed) testOffline(t *testing.T) {
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-true", 10)
 	cpv := waitForDecision(t, b.host, ns, "rebalance-false", map[string]int32{"east-1": 4, "west-1": 6})
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-false", 4)
-	if err := b.Member("west-1").Restart(t.Context()); err != nil {
+	if err := restartCluster(t, b.Member("west-1")); err != nil {
 		t.Fatalf("restarting west-1: %v", err)
 	}
 	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, b.probes.probesWithin(1))

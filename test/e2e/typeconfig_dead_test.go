@@ -94,7 +94,7 @@ func waitForTypeConfigState(t *testing.T, c client.Client, name string, want cor
 func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	f, err := localfed.Start(t.Context(), localfed.WithMembers(0), localfed.WithControllers())
+	f, err := startLocalFed(t, localfed.WithMembers(0), localfed.WithControllers())
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}

@@ -87,6 +87,12 @@ func startUp(t *testing.T, dir string) *upRun {
 	}
 	u.cmd.Stderr = u.stderr
 	u.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// up starts three kube-apiservers: in turn with the other starts.
+	done, err := startSlot(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
 	if err := u.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
