@@ -220,7 +220,14 @@ func (r *Reconciler) addFinalizer(ctx context.Context, fed *unstructured.Unstruc
 	controllerutil.AddFinalizer(obj, typesv1beta1.FinalizerSync)
 	// The finalizer list is replaced as a whole: fail rather than drop a
 	// finalizer someone added since the cache was filled.
-	return r.client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	// The sync goes on with the resource as written: its status write is
+	// guarded by this resourceVersion.
+	fed.SetFinalizers(obj.GetFinalizers())
+	fed.SetResourceVersion(obj.GetResourceVersion())
+	return nil
 }
 
 // deleted tells, reading the host rather than the cache, whether fed is

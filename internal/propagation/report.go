@@ -55,7 +55,12 @@ func (rep *reporter) patchFederatedStatus(ctx context.Context, fed *unstructured
 	}
 	before := fed.DeepCopy()
 	fed.Object["status"] = raw
-	if err := rep.client.Status().Patch(ctx, fed, client.MergeFrom(before)); err != nil {
+	// Guarded by the resourceVersion the sync read: a sync that read the
+	// resource from a cache not yet holding the status the previous sync
+	// wrote (a rollout's waves, a cluster's health) must not write its
+	// stale decision over it. It fails with a conflict, and the retry reads
+	// the resource again.
+	if err := rep.client.Status().Patch(ctx, fed, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return ignoreNotFound(fmt.Errorf("writing the status of %s %s: %w", rep.typ.Federated.Kind, client.ObjectKeyFromObject(fed), err))
 	}
 	return nil
@@ -157,10 +162,12 @@ func (rep *reporter) synced(ctx context.Context, s *syncState) error {
 	rep.recordDrift(s.fed, s.in, s.results)
 	rep.recordFailures(s.fed, s.in, s.results)
 	rep.drifted.set(client.ObjectKeyFromObject(s.fed), s.results)
-	rep.recordRollout(s.fed, s.rollout)
 	if err := rep.writeFederatedStatus(ctx, s.fed, s.t, s.results, s.rollout); err != nil {
 		return err
 	}
+	// After the status that records them: a sync whose status write was
+	// refused (it decided from a stale status) starts no wave.
+	rep.recordRollout(s.fed, s.rollout)
 	return rep.writePreferenceStatus(ctx, s.rsp, s.t)
 }
 

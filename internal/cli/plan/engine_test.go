@@ -116,7 +116,7 @@ func TestEngineTiming(t *testing.T) {
 			}),
 			reason: "; gets revision 2 now, wherever its wave is: its copy is the same as at revision 1"},
 		{name: "a Pull cluster waits for its wave as any", cluster: "b", pull: true, held: true, target: 1,
-			in: twoWaveInput(2),
+			in:     twoWaveInput(2),
 			reason: "; held at revision 1 until wave 2/2 main starts; wave 1/2 canary before it is Progressing: waiting for a, c to be Healthy and InSync at the revision"},
 		{name: "a cluster that targets the revision already", cluster: "a", now: true, target: 2,
 			in:     twoWaveInput(2, atRevision2(typesv1beta1.WaveProgressing, time.Second)),
