@@ -28,6 +28,9 @@ const (
 	// FederatedNamespaceNamePolicy refuses a FederatedNamespace that is not
 	// named after the namespace it is in.
 	FederatedNamespaceNamePolicy = "fedwarden-federatednamespace-name"
+	// FederatedSecretRolloutPolicy refuses a FederatedSecret rolled out
+	// in waves.
+	FederatedSecretRolloutPolicy = "fedwarden-federatedsecret-rollout"
 	// ResyncAnnotationPolicy refuses a kubefed.io/resync annotation longer
 	// than ResyncMaxLength.
 	ResyncAnnotationPolicy = "fedwarden-resync-annotation"

@@ -28,7 +28,7 @@ func TestObjects(t *testing.T) {
 	}
 	// localfed waits until the first and the last are enforced, and
 	// relies on the others being loaded with them.
-	want := []string{ClusterSelectorPolicy, FederatedNamespaceNamePolicy, ResyncAnnotationPolicy}
+	want := []string{ClusterSelectorPolicy, FederatedNamespaceNamePolicy, FederatedSecretRolloutPolicy, ResyncAnnotationPolicy}
 	if !slices.Equal(names, want) {
 		t.Errorf("policies %v, want %v in this order", names, want)
 	}

@@ -69,8 +69,9 @@ const probeNamespace = metav1.NamespaceDefault
 // server loads policies and bindings from its watches of them, which
 // deliver them in the order they were written, and compiles all it has at
 // once: when the last policy and binding are enforced, the ones before are
-// too. (The FederatedNamespace policy, in between, cannot be probed here:
-// FederatedNamespaces exist only once `fedwarden enable namespaces` ran.)
+// too. (The FederatedNamespace and FederatedSecret policies, in between,
+// cannot be probed here: those kinds exist only once `fedwarden enable`
+// ran for them.)
 func probes() []probe {
 	badSelector := probeObject()
 	badSelector.Object["spec"] = map[string]any{"placement": map[string]any{"clusterSelector": map[string]any{
