@@ -274,7 +274,7 @@ func rolloutStatus(st *typesv1beta1.FederatedStatus, p *rolloutPlan, generation 
 	case d.Halt != nil:
 		reason, message = d.Halt.Reason, d.Halt.Message
 	case !d.Complete:
-		reason, message = typesv1beta1.ReasonRolloutProgressing, progressMessage(d.Status)
+		reason, message = typesv1beta1.ReasonRolloutProgressing, bounded(rollout.Progress(d.Status), 1024)
 	}
 	setCondition(&st.Conditions, typesv1beta1.FederatedRolledOut, d.Complete, reason, message, generation, now)
 	if d.Halt != nil {
@@ -282,20 +282,6 @@ func rolloutStatus(st *typesv1beta1.FederatedStatus, p *rolloutPlan, generation 
 	} else {
 		setCondition(&st.Conditions, typesv1beta1.FederatedRolloutHalted, false, typesv1beta1.ReasonRolloutNotHalted, "the rollout is not halted", generation, now)
 	}
-}
-
-// progressMessage says which wave the rollout waits on, and why.
-func progressMessage(st typesv1beta1.RolloutStatus) string {
-	for _, w := range st.Waves {
-		if w.Phase != typesv1beta1.WaveComplete {
-			msg := fmt.Sprintf("revision %d from %d: wave %s is %s", st.Revision, st.FromRevision, w.Name, w.Phase)
-			if w.Message != "" {
-				msg += ": " + w.Message
-			}
-			return bounded(msg, 1024)
-		}
-	}
-	return fmt.Sprintf("revision %d", st.Revision)
 }
 
 // recordRollout emits an Event for each wave that started, and a Warning

@@ -340,3 +340,18 @@ func haltReason(message string) string {
 	}
 	return typesv1beta1.ReasonClusterDegraded
 }
+
+// Progress says which wave the rollout of st waits on, and why: the
+// message of the RolledOut condition while it is False.
+func Progress(st typesv1beta1.RolloutStatus) string {
+	for _, w := range st.Waves {
+		if w.Phase != typesv1beta1.WaveComplete {
+			msg := fmt.Sprintf("revision %d from %d: wave %s is %s", st.Revision, st.FromRevision, w.Name, w.Phase)
+			if w.Message != "" {
+				msg += ": " + w.Message
+			}
+			return msg
+		}
+	}
+	return fmt.Sprintf("revision %d", st.Revision)
+}

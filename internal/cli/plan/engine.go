@@ -178,25 +178,10 @@ func (e *engine) summarize(r *Rollout) {
 		r.Halted = &Halt{Reason: e.d.Halt.Reason, Message: e.d.Halt.Message}
 		r.Progress = e.d.Halt.Message
 	case !e.d.Complete:
-		r.Progress = progressMessage(st)
+		r.Progress = rollout.Progress(st)
 	default:
 		r.Progress = fmt.Sprintf("every placed cluster targets revision %d", st.Revision)
 	}
-}
-
-// progressMessage says which wave the rollout waits on, and why, as the
-// controller's RolledOut condition does.
-func progressMessage(st typesv1beta1.RolloutStatus) string {
-	for _, w := range st.Waves {
-		if w.Phase != typesv1beta1.WaveComplete {
-			msg := fmt.Sprintf("revision %d from %d: wave %s is %s", st.Revision, st.FromRevision, w.Name, w.Phase)
-			if w.Message != "" {
-				msg += ": " + w.Message
-			}
-			return msg
-		}
-	}
-	return fmt.Sprintf("revision %d", st.Revision)
 }
 
 // timing sets c's timing from the decision: the revision the engine gives
