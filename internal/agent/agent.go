@@ -24,6 +24,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
@@ -49,6 +50,9 @@ type Options struct {
 	ProbeAddr string
 	// Propagation configures the sync of each type, as on the host.
 	Propagation propagation.Options
+	// Notify configures the drift notifications of this cluster's copies
+	// (the agent's --notify-* flags, as the controller-manager's).
+	Notify notify.Options
 }
 
 // Validate reports options that cannot work.
@@ -117,6 +121,9 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 		return fmt.Errorf("adding the Lease renewer: %w", err)
 	}
 	o.Propagation.Namespace = o.Namespace
+	if o.Propagation.DriftNotifier, err = addNotifier(mgr, o.Notify); err != nil {
+		return err
+	}
 	if o.Propagation.Health, err = health.New(); err != nil {
 		return fmt.Errorf("compiling the built-in health rules: %w", err)
 	}
@@ -172,4 +179,19 @@ func newManager(host *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("creating the agent's manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// addNotifier runs the drift notifier of this cluster's copies when o
+// names a sink; nil when it names none. The host sends no notification of
+// a Pull cluster's copies: it learns of their drift only from the entries
+// the agent writes.
+func addNotifier(mgr manager.Manager, o notify.Options) (propagation.DriftNotifier, error) {
+	n, err := notify.New(o, ctrl.Log.WithName("notify"))
+	if err != nil || n == nil {
+		return nil, err
+	}
+	if err := mgr.Add(n); err != nil {
+		return nil, fmt.Errorf("adding the drift notifier: %w", err)
+	}
+	return n, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/notify"
 )
 
 // TestRolloutInWavesHoldsAPullCluster rolls a FederatedConfigMap out in
@@ -23,11 +24,20 @@ import (
 // awaiting an approval. The Pull cluster's agent, which may not read
 // ControllerRevisions, stays at the earlier revision the host hands it in
 // the CPV (not drift), heals a hand edit to that revision, never to the
-// new one, and takes the new one once the wave is approved.
+// new one, notifies the heal to its own sink, and takes the new one once
+// the wave is approved.
 func TestRolloutInWavesHoldsAPullCluster(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	b := startPullBed(t)
+	// The agent sends its cluster's drift notifications (the host sends
+	// none for a Pull cluster): started again with a sink on 127.0.0.1.
+	receiver := newCloudEventReceiver(t)
+	if err := b.agent.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.agentArgs = append(b.agentArgs, "--notify-webhook", receiver.URL)
+	b.startAgent(t)
 	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enable configmaps failed:\n%s", r)
 	}
@@ -110,6 +120,11 @@ spec:
 			return n > 0 && cv.DriftHistory[n-1].ResolvedBy == typesv1beta1.ResolvedByEnforce && cv.State == typesv1beta1.RolloutPending
 		})
 		waitGreetings("v2", "v1")
+		e := receiver.waitFor(t, notify.Healed, ns, "app")
+		if d := e.event.Data; d.Cluster != b.pull.Name || d.State != typesv1beta1.ModifiedOutOfBand || d.TemplateVersion != "1" ||
+			d.ResolvedBy != typesv1beta1.ResolvedByEnforce || !slices.Contains(d.Managers, "kubectl-patch") {
+			t.Errorf("the agent's notification of the heal: %+v; want %s ModifiedOutOfBand by kubectl-patch, healed by Enforce at template version 1 (its held revision)", d, b.pull.Name)
+		}
 	})
 
 	if got := seen(); slices.Contains(got, "v2") {

@@ -99,3 +99,39 @@ func TestNotificationWebhooksSecret(t *testing.T) {
 		t.Errorf("volumes %+v lack the Secret chat-hooks's key webhooks", d.Spec.Template.Spec.Volumes)
 	}
 }
+
+// In agent mode the same values configure the agent, which sends its
+// cluster's drift notifications (the host sends none for a Pull cluster):
+// its webhooks, the webhooks Secret and the CA, mounted as for the
+// controller-manager.
+func TestAgentNotificationValues(t *testing.T) {
+	needHelm(t)
+	t.Parallel()
+	var d appsv1.Deployment
+	find(t, mustRender(t, "--set", "controllerManager.enabled=false", "--set", "agent.enabled=true", "--set", "agent.clusterName=edge",
+		"--set", "notifications.webhooks[0].url=http://127.0.0.1:9999/edge", "--set", "notifications.webhooksSecret=chat-hooks",
+		"--set", "notifications.caSecret=hooks-ca"), "Deployment", &d)
+	c := d.Spec.Template.Spec.Containers[0]
+	if len(c.Args) == 0 || c.Args[0] != "agent" {
+		t.Fatalf("the Deployment found runs %q, not the agent", c.Args)
+	}
+	for _, arg := range []string{"--notify-webhook=http://127.0.0.1:9999/edge", "--notify-webhooks-file=/etc/fedwarden/notify-webhooks/webhooks",
+		"--notify-ca-file=/etc/fedwarden/notify-ca/ca.crt", "--notify-queue-size=1000"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("agent args %q lack %q", c.Args, arg)
+		}
+	}
+	for _, name := range []string{"host-kubeconfig", "notify-ca", "notify-webhooks"} {
+		if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == name && m.ReadOnly }) {
+			t.Errorf("agent mounts %+v lack %s", c.VolumeMounts, name)
+		}
+		if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == name && v.Secret != nil }) {
+			t.Errorf("agent volumes %+v lack %s", d.Spec.Template.Spec.Volumes, name)
+		}
+	}
+	var plain appsv1.Deployment
+	find(t, mustRender(t, "--set", "controllerManager.enabled=false", "--set", "agent.enabled=true", "--set", "agent.clusterName=edge"), "Deployment", &plain)
+	if args := plain.Spec.Template.Spec.Containers[0].Args; slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--notify") }) {
+		t.Errorf("without webhooks, agent args %q configure notifications", args)
+	}
+}

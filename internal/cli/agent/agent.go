@@ -19,6 +19,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -56,6 +57,10 @@ With --metrics-secure, /metrics is HTTPS and answers only callers this cluster's
 API server authenticates and authorizes to get /metrics; the agent's identity
 here then needs the right to create tokenreviews and subjectaccessreviews.
 
+Drift notifications of this cluster's copies come from the agent: --notify-webhook
+and the other --notify-* flags work as the controller-manager's, which sends none
+for a Pull cluster. The sinks must be reachable from this cluster.
+
 The host never connects to the member. When the host cannot be reached, the agent
 keeps its cluster's copies as they are, goes on healing local drift from what it
 last read, and reports once the host is back.
@@ -74,6 +79,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			LeaseDuration: 40 * time.Second,
 			RenewInterval: 10 * time.Second,
 			Propagation:   propagation.DefaultOptions(),
+			Notify:        notify.DefaultOptions(),
 		},
 		metrics: metricsendpoint.Options{BindAddress: ":8080"},
 		zap:     zap.Options{DestWriter: s.ErrOut},
@@ -120,6 +126,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.DurationVar(&o.agent.Propagation.MemberListTimeout, "member-list-timeout", o.agent.Propagation.MemberListTimeout, "how long the first list of a type in this cluster may take")
 	f.StringVar((*string)(&o.agent.Propagation.DefaultRemediation), "default-remediation", string(o.agent.Propagation.DefaultRemediation), "what to do when a copy drifts, for resources whose driftPolicy names nothing: Enforce or Alert")
 	f.DurationVar(&o.agent.Propagation.ResyncPeriod, "resync-period", o.agent.Propagation.ResyncPeriod, "how often every resource is compared with its copy again even without a change event (0 disables)")
+	o.agent.Notify.AddFlags(f)
 	f.Float32Var(&o.hostQPS, "host-api-qps", 50, "queries per second towards the host API server")
 	f.IntVar(&o.hostBurst, "host-api-burst", 100, "burst of queries towards the host API server")
 	f.Float32Var(&o.memberQPS, "kube-api-qps", 300, "queries per second towards this cluster's API server")
@@ -144,6 +151,9 @@ func (o *options) validate() error {
 		return fmt.Errorf("--host-api-qps, --host-api-burst, --kube-api-qps and --kube-api-burst must be positive")
 	}
 	if err := o.metrics.Validate(); err != nil {
+		return err
+	}
+	if err := o.agent.Notify.Validate(); err != nil {
 		return err
 	}
 	return o.agent.Validate()

@@ -123,3 +123,86 @@ app.kubernetes.io/name: {{ include "fedwarden.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: console
 {{- end }}
+
+{{/*
+Drift notifications (.Values.notifications), for the controller-manager and
+the agent alike: the --notify-* and --console-url arguments, one "- arg" line
+each; the mounts and the volumes of the webhooks' CA and of the webhooks file.
+Each may render nothing.
+*/}}
+{{- define "fedwarden.notify.args" -}}
+{{- $notify := .Values.notifications }}
+{{- $notifyOn := or $notify.webhooks $notify.webhooksSecret }}
+{{- $notifyCA := and $notifyOn $notify.caSecret }}
+{{- $notifyFile := and $notifyOn $notify.webhooksSecret }}
+{{- if $notifyOn }}
+# Drift notifications: one --notify-webhook per sink, the URL
+# then its filter terms, separated by spaces.
+{{- range $w := $notify.webhooks }}
+{{- $hook := list (required "notifications.webhooks[].url is required" $w.url) }}
+{{- range $term, $key := dict "namespace" "namespaces" "kind" "kinds" "cluster" "clusters" "state" "states" "remediation" "remediations" }}
+{{- with get $w $key }}
+{{- $hook = append $hook (printf "%s=%s" $term (join "," .)) }}
+{{- end }}
+{{- end }}
+- {{ printf "--notify-webhook=%s" (join " " $hook) | quote }}
+{{- end }}
+{{- if $notifyFile }}
+- --notify-webhooks-file=/etc/fedwarden/notify-webhooks/webhooks
+{{- end }}
+- --notify-queue-size={{ $notify.queueSize | int }}
+- {{ printf "--notify-timeout=%v" $notify.timeout | quote }}
+- --notify-attempts={{ $notify.attempts | int }}
+{{- if $notify.caSecret }}
+- --notify-ca-file=/etc/fedwarden/notify-ca/ca.crt
+{{- end }}
+{{- end }}
+{{- with $notify.consoleURL }}
+- {{ printf "--console-url=%s" . | quote }}
+{{- end }}
+{{- end }}
+
+{{- define "fedwarden.notify.mounts" -}}
+{{- $notify := .Values.notifications }}
+{{- $notifyOn := or $notify.webhooks $notify.webhooksSecret }}
+{{- $notifyCA := and $notifyOn $notify.caSecret }}
+{{- $notifyFile := and $notifyOn $notify.webhooksSecret }}
+{{- if $notifyCA }}
+- name: notify-ca
+  mountPath: /etc/fedwarden/notify-ca
+  readOnly: true
+{{- end }}
+{{- if $notifyFile }}
+- name: notify-webhooks
+  mountPath: /etc/fedwarden/notify-webhooks
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "fedwarden.notify.volumes" -}}
+{{- $notify := .Values.notifications }}
+{{- $notifyOn := or $notify.webhooks $notify.webhooksSecret }}
+{{- $notifyCA := and $notifyOn $notify.caSecret }}
+{{- $notifyFile := and $notifyOn $notify.webhooksSecret }}
+{{- if $notifyCA }}
+# The CA certificates of the notification webhooks (ca.crt).
+- name: notify-ca
+  secret:
+    secretName: {{ $notify.caSecret | quote }}
+    items:
+      - key: ca.crt
+        path: ca.crt
+    defaultMode: 0440
+{{- end }}
+{{- if $notifyFile }}
+# The notification webhooks (key webhooks: one a line, as
+# --notify-webhook takes them), kept out of the arguments.
+- name: notify-webhooks
+  secret:
+    secretName: {{ $notify.webhooksSecret | quote }}
+    items:
+      - key: webhooks
+        path: webhooks
+    defaultMode: 0440
+{{- end }}
+{{- end }}
