@@ -81,8 +81,9 @@ RACE_PACKAGES ?= ./internal/...
 # The end-to-end paths a race-built controller-manager and agent go through
 # in make test-race: push and pull propagation, versions, drift healed and
 # reported, placement changes, deletion, scheduling, join, and a rollout
-# in waves (held revisions synced in parallel with the latest).
-RACE_E2E_TESTS ?= ^(TestRolloutInWaves|TestTemplateAndOverrideVersions|TestDriftEnforcedIsHealed|TestDriftAlertIsReportedThenResynced|TestPlacementDropRemovesCopy|TestDeletionDeletesCopies|TestPullMode|TestScheduling|TestKubeFedSample1|TestJoinMakesMembersReady|TestEveryWriterOfADesiredFieldIsSeenInPullMode)$$
+# in waves (held revisions synced in parallel with the latest), also with a
+# Pull cluster held by its agent.
+RACE_E2E_TESTS ?= ^(TestRolloutInWaves|TestRolloutInWavesHoldsAPullCluster|TestTemplateAndOverrideVersions|TestDriftEnforcedIsHealed|TestDriftAlertIsReportedThenResynced|TestPlacementDropRemovesCopy|TestDeletionDeletesCopies|TestPullMode|TestScheduling|TestKubeFedSample1|TestJoinMakesMembersReady|TestEveryWriterOfADesiredFieldIsSeenInPullMode)$$
 
 ## fuzz: each fuzz target for FUZZTIME (default 10000x: ten thousand inputs, about 5-20 s each on 2 cores) from its checked-in corpus, one go test per target (Go fuzzes one at a time), FUZZ_PARALLEL workers (default 1)
 fuzz:
