@@ -140,13 +140,10 @@ func heldInput(in *syncInput, cpv *typesv1beta1.ClusterPropagatedVersion, h type
 	if err != nil {
 		return nil, err
 	}
-	fed := rollout.Apply(in.fed, rev)
-	spec, err := render.ParseSpec(fed)
+	out, err := revisionInput(in.fed, rev, cpv, targetsOf(cpv))
 	if err != nil {
-		return nil, fmt.Errorf("reading held revision %d: %w", h.Number, err)
+		return nil, err
 	}
-	out := newSyncInput(fed, spec, cpv, targetsOf(cpv))
-	out.v = rev.Versions
 	out.resync, out.force = in.resync, in.force
 	return out, nil
 }

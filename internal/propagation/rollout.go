@@ -219,14 +219,25 @@ func (p *rolloutPlan) input(s *syncState, revs []rollout.Revision, n typesv1beta
 	if !ok {
 		return nil, nil
 	}
-	fed := rollout.Apply(s.fed, rev)
-	spec, err := render.ParseSpec(fed)
+	in, err := revisionInput(s.fed, rev, s.cpv, s.t)
 	if err != nil {
-		return nil, fmt.Errorf("reading revision %d of %s %s: %w", n, s.fed.GetKind(), s.fed.GetName(), err)
+		return nil, err
 	}
-	in := newSyncInput(fed, spec, s.cpv, s.t)
-	in.v = render.Versions{Template: rev.Versions.Template, Override: rev.Versions.Override}
 	p.held[n] = in
+	return in, nil
+}
+
+// revisionInput is the sync input of fed as it was at revision rev (its
+// content and versions): what the host syncs a held cluster to, and a Pull
+// cluster's agent its own.
+func revisionInput(fed *unstructured.Unstructured, rev rollout.Revision, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) (*syncInput, error) {
+	at := rollout.Apply(fed, rev)
+	spec, err := render.ParseSpec(at)
+	if err != nil {
+		return nil, fmt.Errorf("reading revision %d of %s %s: %w", rev.Number, fed.GetKind(), fed.GetName(), err)
+	}
+	in := newSyncInput(at, spec, cpv, t)
+	in.v = rev.Versions
 	return in, nil
 }
 
