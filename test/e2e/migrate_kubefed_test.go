@@ -335,7 +335,10 @@ func checkNoMemberToken(t *testing.T, where, out string, tokens map[string]strin
 }
 
 // hostFingerprint is the resourceVersion of every object the migration
-// may change on the host, by kind and name.
+// may change on the host, by kind and name; for the kinds whose status
+// KubeFed writes, what a write but to the status would change (see
+// fingerprint): KubeFed, running during a dry run, writes each
+// KubeFedCluster's status every 10 s (its probe time).
 func hostFingerprint(t *testing.T, cfg *rest.Config) map[string]string {
 	t.Helper()
 	dyn := dynamicClient(t, cfg)
@@ -358,11 +361,18 @@ func hostFingerprint(t *testing.T, cfg *rest.Config) map[string]string {
 			if key == kubefedLeaderLock {
 				continue // KubeFed renews it while it runs, dry run or not
 			}
-			out[key] = it.GetResourceVersion()
+			if statusByKubeFed[gvr.Resource] {
+				out[key] = fingerprint(&it)
+			} else {
+				out[key] = it.GetResourceVersion()
+			}
 		}
 	}
 	return out
 }
+
+// statusByKubeFed are the host kinds whose status KubeFed writes.
+var statusByKubeFed = map[string]bool{fedtest.KubeFedClusters.Resource: true, "federatedtypeconfigs": true}
 
 // kubefedLeaderLock is KubeFed's leader-election ConfigMap, which its
 // running controller-manager writes every few seconds.

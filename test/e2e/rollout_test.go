@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -186,18 +187,28 @@ func (b *rolloutBed) rolloutCondition(ctx context.Context, namespace, name, typ 
 	return st.Rollout, fmt.Sprintf("%s/%s: %s", c.Status, c.Reason, c.Message), nil
 }
 
-// waitRolledOut waits until RolledOut is True.
+// waitRolledOut waits until RolledOut is True in a status of the
+// resource's current generation, as `fedwarden rollout status` does: the
+// copies of a change are written before the status that records it, so
+// until then the status, RolledOut True included, is the previous
+// revision's.
 func (b *rolloutBed) waitRolledOut(t *testing.T, namespace, name string) *typesv1beta1.RolloutStatus {
 	t.Helper()
 	var st *typesv1beta1.RolloutStatus
 	eventually(t, 120*time.Second, "the rollout to complete", func(ctx context.Context) (bool, string) {
-		var cond string
-		var err error
-		st, cond, err = b.rolloutCondition(ctx, namespace, name, typesv1beta1.FederatedRolledOut)
+		obj, fst, err := federatedStatus(ctx, b.host, namespace, name)
 		if err != nil {
 			return false, err.Error()
 		}
-		return strings.HasPrefix(cond, "True/"), cond
+		st = fst.Rollout
+		if fst.ObservedGeneration < obj.GetGeneration() {
+			return false, fmt.Sprintf("the status is of generation %d, the resource's is %d", fst.ObservedGeneration, obj.GetGeneration())
+		}
+		c := meta.FindStatusCondition(fst.Conditions, typesv1beta1.FederatedRolledOut)
+		if c == nil {
+			return false, "no RolledOut condition"
+		}
+		return c.Status == metav1.ConditionTrue, fmt.Sprintf("RolledOut %s/%s: %s", c.Status, c.Reason, c.Message)
 	})
 	return st
 }
