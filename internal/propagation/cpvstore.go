@@ -35,7 +35,7 @@ type cpvStore struct {
 	// agent is set when the store runs in a Pull cluster's agent.
 	agent *agentSide
 	own   ownWrites
-	// unsent are the agent's ended episodes whose write failed.
+	// unsent are the ended episodes whose status write failed.
 	unsent unsentEpisodes
 }
 
@@ -126,7 +126,10 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 // writeStatus writes the CPV status when it changed: the host applies
 // everything but the entries of Pull clusters, which their agents apply.
 func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
-	next := cpvStatus(cpv.Status, in.v, placed, results, in.actedResync(), generation, metav1.NewTime(s.now()))
+	key := client.ObjectKeyFromObject(cpv)
+	unsent := s.unsent.take(key)
+	base := withUnsentEntries(cpv.Status, unsent)
+	next := cpvStatus(base, in.v, placed, results, in.actedResync(), generation, metav1.NewTime(s.now()))
 	next.Resync = cpv.Status.Resync
 	if in.resync != "" {
 		next.Resync = in.resync
@@ -148,13 +151,17 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 	}
 	own := next.DeepCopy()
 	own.ClusterVersions = slices.DeleteFunc(own.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return agents[string(cv.ClusterName)] })
-	applied, err := applyCPVStatus(ctx, s.client, client.ObjectKeyFromObject(cpv), own, FieldManager)
+	applied, err := applyCPVStatus(ctx, s.client, key, own, FieldManager)
 	if err != nil {
-		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(cpv), err)
+		s.keepUnwritten(key, cpv.Status, *own)
+		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", key, err)
 	}
 	s.own.record(applied)
 	for _, cv := range own.ClusterVersions {
-		observeEnded(in.previous[string(cv.ClusterName)], cv)
+		for _, ep := range unsent[cv.ClusterName] {
+			observeEpisode(cv.ClusterName, ep)
+		}
+		observeEnded(entryWithHistory(in.previous[string(cv.ClusterName)], unsent[cv.ClusterName]), cv)
 	}
 	if err := s.removeLeftEntries(ctx, applied, in.joined); err != nil {
 		return err
@@ -163,15 +170,51 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 	return nil
 }
 
+// withUnsentEntries returns st with each cluster's unsent episodes in its
+// entry's history (in an entry of its own when the cluster has none yet).
+func withUnsentEntries(st typesv1beta1.ClusterPropagatedVersionStatus, unsent map[typesv1beta1.ClusterName][]typesv1beta1.DriftEpisode) typesv1beta1.ClusterPropagatedVersionStatus {
+	if len(unsent) == 0 {
+		return st
+	}
+	st.ClusterVersions = slices.Clone(st.ClusterVersions)
+	for cluster, eps := range unsent {
+		i := slices.IndexFunc(st.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return cv.ClusterName == cluster })
+		if i < 0 {
+			st.ClusterVersions = append(st.ClusterVersions, typesv1beta1.ClusterVersion{ClusterName: cluster})
+			i = len(st.ClusterVersions) - 1
+		}
+		st.ClusterVersions[i] = entryWithHistory(st.ClusterVersions[i], eps)
+	}
+	return st
+}
+
+// entryWithHistory returns cv with the episodes of eps its history lacks.
+func entryWithHistory(cv typesv1beta1.ClusterVersion, eps []typesv1beta1.DriftEpisode) typesv1beta1.ClusterVersion {
+	cv.DriftHistory = withUnsent(cv.DriftHistory, eps)
+	return cv
+}
+
+// keepUnwritten keeps, after a failed status write, the episodes the
+// host's entries of next have and those of written lack.
+func (s *cpvStore) keepUnwritten(key types.NamespacedName, written, next typesv1beta1.ClusterPropagatedVersionStatus) {
+	for _, cv := range next.ClusterVersions {
+		var prev []typesv1beta1.DriftEpisode
+		if i := slices.IndexFunc(written.ClusterVersions, func(w typesv1beta1.ClusterVersion) bool { return w.ClusterName == cv.ClusterName }); i >= 0 {
+			prev = written.ClusterVersions[i].DriftHistory
+		}
+		s.unsent.keep(key, cv.ClusterName, newEpisodes(prev, cv.DriftHistory))
+	}
+}
+
 // writeAgentResult writes, when it changed, the agent's entry of cpv
 // after a sync of its cluster found res.
 func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, res clusterResult) error {
 	key := client.ObjectKeyFromObject(cpv)
 	prev, recorded := in.previous[s.agent.cluster]
 	now := metav1.NewTime(s.now())
-	unsent := s.unsent.take(key)
-	base := prev
-	base.DriftHistory = withUnsent(prev.DriftHistory, unsent)
+	cluster := typesv1beta1.ClusterName(s.agent.cluster)
+	unsent := s.unsent.take(key)[cluster]
+	base := entryWithHistory(prev, unsent)
 	cv := clusterVersion(base, res, in.v, in.actedResync(), now)
 	cv.Resync = prev.Resync
 	if in.resync != "" && (res.written || res.state == typesv1beta1.InSync) {
@@ -188,7 +231,7 @@ func (s *cpvStore) writeAgentResult(ctx context.Context, cpv *typesv1beta1.Clust
 		if ep, ended := endedEpisode(prev, res, v, in.actedResync(), now); ended {
 			unsent = append(unsent, ep)
 		}
-		s.unsent.keep(key, unsent)
+		s.unsent.keep(key, cluster, unsent)
 		return err
 	}
 	for _, ep := range unsent {

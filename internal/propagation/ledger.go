@@ -112,19 +112,21 @@ func observeEpisode(cluster typesv1beta1.ClusterName, ep typesv1beta1.DriftEpiso
 	driftDurationSeconds.WithLabelValues(string(cluster), string(ep.State)).Observe(ep.End.Sub(ep.Start.Time).Seconds())
 }
 
-// unsentEpisodes keeps, in a Pull cluster's agent, the episodes it ended
-// whose status write failed, by CPV: the agent keeps syncing while the
-// host is down (it heals a hand edit at once), and the next sync finds the
-// copy InSync, its entry too, and ends no episode. Its next write that
-// lands records them. Memory: only while writes fail, at most
-// typesv1beta1.MaxDriftEpisodes per CPV, dropped with the copy.
+// unsentEpisodes keeps the drift episodes a sync ended whose status write
+// failed, by CPV and cluster: the sync that healed a copy is the only one
+// that sees its episode end (the next finds the copy InSync, and no
+// episode ends), so a lost write would lose it. A Pull cluster's agent
+// keeps syncing while the host is down; the host's status write can fail
+// after its member writes landed. The next write that lands records them.
+// Memory: only while writes fail, at most typesv1beta1.MaxDriftEpisodes
+// per CPV and cluster, dropped with the resource or the copy.
 type unsentEpisodes struct {
 	mu sync.Mutex
-	m  map[types.NamespacedName][]typesv1beta1.DriftEpisode
+	m  map[types.NamespacedName]map[typesv1beta1.ClusterName][]typesv1beta1.DriftEpisode
 }
 
-// take returns and forgets key's episodes.
-func (u *unsentEpisodes) take(key types.NamespacedName) []typesv1beta1.DriftEpisode {
+// take returns and forgets the episodes of the CPV key, by cluster.
+func (u *unsentEpisodes) take(key types.NamespacedName) map[typesv1beta1.ClusterName][]typesv1beta1.DriftEpisode {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	eps := u.m[key]
@@ -132,8 +134,9 @@ func (u *unsentEpisodes) take(key types.NamespacedName) []typesv1beta1.DriftEpis
 	return eps
 }
 
-// keep remembers eps, the newest MaxDriftEpisodes of them, for key.
-func (u *unsentEpisodes) keep(key types.NamespacedName, eps []typesv1beta1.DriftEpisode) {
+// keep remembers eps, the newest MaxDriftEpisodes of them, for cluster's
+// entry of the CPV key.
+func (u *unsentEpisodes) keep(key types.NamespacedName, cluster typesv1beta1.ClusterName, eps []typesv1beta1.DriftEpisode) {
 	if len(eps) == 0 {
 		return
 	}
@@ -143,17 +146,29 @@ func (u *unsentEpisodes) keep(key types.NamespacedName, eps []typesv1beta1.Drift
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.m == nil {
-		u.m = map[types.NamespacedName][]typesv1beta1.DriftEpisode{}
+		u.m = map[types.NamespacedName]map[typesv1beta1.ClusterName][]typesv1beta1.DriftEpisode{}
 	}
-	u.m[key] = eps
+	if u.m[key] == nil {
+		u.m[key] = map[typesv1beta1.ClusterName][]typesv1beta1.DriftEpisode{}
+	}
+	u.m[key][cluster] = eps
+}
+
+// newEpisodes returns the episodes of next's history that prev's lacks.
+func newEpisodes(prev, next []typesv1beta1.DriftEpisode) []typesv1beta1.DriftEpisode {
+	var out []typesv1beta1.DriftEpisode
+	for _, ep := range next {
+		if !slices.ContainsFunc(prev, func(h typesv1beta1.DriftEpisode) bool { return equality.Semantic.DeepEqual(h, ep) }) {
+			out = append(out, ep)
+		}
+	}
+	return out
 }
 
 // withUnsent returns history with the episodes of unsent it lacks.
 func withUnsent(history, unsent []typesv1beta1.DriftEpisode) []typesv1beta1.DriftEpisode {
-	for _, ep := range unsent {
-		if !slices.ContainsFunc(history, func(h typesv1beta1.DriftEpisode) bool { return equality.Semantic.DeepEqual(h, ep) }) {
-			history = withEpisode(history, ep)
-		}
+	for _, ep := range newEpisodes(history, unsent) {
+		history = withEpisode(history, ep)
 	}
 	return history
 }

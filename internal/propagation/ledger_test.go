@@ -129,13 +129,18 @@ func TestUnsentEpisodes(t *testing.T) {
 	for i := range typesv1beta1.MaxDriftEpisodes + 3 {
 		many = append(many, episode(i))
 	}
-	u.keep(key, many)
-	kept := u.take(key)
+	u.keep(key, "pull-1", many)
+	u.keep(key, "push-1", many[:1])
+	taken := u.take(key)
+	kept := taken["pull-1"]
 	if len(kept) != typesv1beta1.MaxDriftEpisodes || !kept[0].Start.Equal(&many[3].Start) {
 		t.Fatalf("kept %d episodes from %v, want the newest %d", len(kept), kept[0].Start, typesv1beta1.MaxDriftEpisodes)
 	}
+	if len(taken["push-1"]) != 1 {
+		t.Errorf("push-1's episodes: %d, want 1, kept apart from pull-1's", len(taken["push-1"]))
+	}
 	if got := u.take(key); got != nil {
-		t.Errorf("take forgets: took %d episodes again", len(got))
+		t.Errorf("take forgets: took %d clusters' episodes again", len(got))
 	}
 	history := []typesv1beta1.DriftEpisode{episode(0), episode(1)}
 	got := withUnsent(history, []typesv1beta1.DriftEpisode{episode(1), episode(2)})

@@ -62,6 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			fed.SetNamespace(req.Namespace)
 			fed.SetName(req.Name)
 			r.record.own.forget(r.record.key(fed))
+			r.record.unsent.take(r.record.key(fed))
 		}
 		return reconcile.Result{}, ignoreNotFound(err)
 	}
