@@ -79,11 +79,7 @@ func (rep *reporter) writeDeletionPending(ctx context.Context, fed *unstructured
 }
 
 // recordDecision emits an Event on fed when its Scheduled condition is
-// about to change: a new decision, or a new reason why none can be made.
-// A decision that comes out the same records nothing, and neither does a
-// new resource's first decision when it holds nothing to tell (see
-// newsworthy): the condition says it, and an Event per new resource is
-// noise at fleet scale (one more host write each).
+// about to change and the change is worth one (see worthAnEvent).
 func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
 	ok, reason, msg := scheduledCondition(t)
 	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
@@ -91,7 +87,7 @@ func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
 		return
 	}
 	schedulingDecisions.WithLabelValues(reason).Inc()
-	if rep.recorder == nil || (old == nil && !newsworthy(t, ok, reason)) {
+	if rep.recorder == nil || !worthAnEvent(old, t, ok, reason, msg) {
 		return
 	}
 	eventType := "Normal"

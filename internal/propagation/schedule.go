@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -191,6 +192,32 @@ func newsworthy(t targets, ok bool, reason string) bool {
 		return true
 	}
 	return slices.ContainsFunc(t.decision.RuledOut, func(v framework.Verdict) bool { return v.Plugin != clusteraffinity.Name })
+}
+
+// worthAnEvent reports whether a decision whose Scheduled condition, old
+// before, is to say ok, reason and msg deserves an Event. A decision that
+// comes out the same records none. Neither does a new resource's first
+// decision when it holds nothing to tell (see newsworthy): the condition
+// says it, and an Event per new resource is noise at fleet scale (one more
+// host write each). Nor does a decision whose outcome, reason and clusters,
+// is the same when only the clusters its placement leaves out changed: a
+// cluster joined or unjoined elsewhere in the fleet re-words the
+// explanation of every resource it is no part of.
+func worthAnEvent(old *metav1.Condition, t targets, ok bool, reason, msg string) bool {
+	switch {
+	case old == nil:
+		return newsworthy(t, ok, reason)
+	case old.Reason != reason || newsworthy(t, ok, reason):
+		return true
+	}
+	return outcomeOf(old.Message) != outcomeOf(msg)
+}
+
+// outcomeOf is the outcome a Scheduled message states first ("scheduled
+// to …"), before the reasons (see framework.Decision.Explain).
+func outcomeOf(msg string) string {
+	outcome, _, _ := strings.Cut(msg, "; ")
+	return outcome
 }
 
 func joinNames(names []string) string {

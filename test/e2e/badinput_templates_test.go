@@ -156,10 +156,10 @@ func waitForResyncs(t *testing.T) {
 
 // checkNoEventStorm fails the test when the Events of name hold more
 // than a handful of occurrences: a failure is reported when it is new,
-// not at every resync. Scheduled Events are left out: they record a new
-// placement decision, and the decision's explanation lists the clusters
-// ruled out, which changes whenever another test joins or unjoins a
-// cluster of its own on the shared bed, as tests running at once do.
+// not at every resync. Scheduled Events are left out: they record each new
+// placement decision, which this check is not about. (Another test's
+// cluster joining or leaving the shared bed re-words the Scheduled
+// condition, which lists the clusters ruled out, but records no Event.)
 func checkNoEventStorm(t *testing.T, c client.Client, namespace, name string) {
 	t.Helper()
 	var events []string
