@@ -63,6 +63,33 @@ func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*ty
 	return cpv, nil
 }
 
+// earlierOwner returns the UID of the resource cpv belongs to when that is
+// not fed but an earlier resource of its name, deleted since: the garbage
+// collector deletes such a CPV a moment later. It records that resource's
+// clusters, versions and ledger; a sync that took it for fed's would
+// remove copies from clusters fed never had (those of the earlier
+// resource, orphaned or not), and updating its owner reference would keep
+// it from the garbage collector for good.
+func earlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.Unstructured) (types.UID, bool) {
+	if cpv.ResourceVersion == "" {
+		return "", false
+	}
+	ref := metav1.GetControllerOf(cpv)
+	if ref == nil || ref.UID == fed.GetUID() {
+		return "", false
+	}
+	return ref.UID, true
+}
+
+// errEarlierCPV stops the sync of fed while its CPV is that of an earlier
+// resource of its name (see earlierOwner): nothing is written for fed
+// until the garbage collector has deleted it, whose deletion syncs fed.
+func (s *cpvStore) errEarlierCPV(fed *unstructured.Unstructured, owner types.UID) error {
+	return fmt.Errorf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted: nothing is written for this one until "+
+		"the garbage collector has deleted it (it records the earlier resource's clusters, whose copies are not this one's to remove)",
+		s.key(fed), s.typ.Federated.Kind, owner)
+}
+
 // ensure creates the resource's ClusterPropagatedVersion when cpv does
 // not exist yet, or updates its spec and labels when they differ from fed,
 // the placement, the removals still pending in Pull clusters (set is the

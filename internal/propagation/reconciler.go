@@ -136,7 +136,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 
 // read is the first stage of a sync: the resource's spec, the joined
 // clusters and the resource's CPV. A spec that cannot be read stops the
-// sync until the resource changes.
+// sync until the resource changes; the CPV of an earlier resource of its
+// name, until the garbage collector has deleted it.
 func (r *Reconciler) read(ctx context.Context, s *syncState) error {
 	spec, err := render.ParseSpec(s.fed)
 	if err != nil {
@@ -146,8 +147,13 @@ func (r *Reconciler) read(ctx context.Context, s *syncState) error {
 	if s.set, s.clusters, err = r.listClusters(ctx); err != nil {
 		return err
 	}
-	s.cpv, err = r.record.get(ctx, s.fed)
-	return err
+	if s.cpv, err = r.record.get(ctx, s.fed); err != nil {
+		return err
+	}
+	if owner, earlier := earlierOwner(s.cpv, s.fed); earlier {
+		return r.record.errEarlierCPV(s.fed, owner)
+	}
+	return nil
 }
 
 // claim adds the sync finalizer. It lands before anything is written for

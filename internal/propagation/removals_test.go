@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -67,6 +68,12 @@ func TestPullRemovals(t *testing.T) {
 	}
 }
 
+// ownedBy sets cpv's controller to the FederatedDeployment of UID uid.
+func ownedBy(cpv *typesv1beta1.ClusterPropagatedVersion, uid types.UID) *typesv1beta1.ClusterPropagatedVersion {
+	cpv.OwnerReferences = []metav1.OwnerReference{{APIVersion: "types.kubefed.io/v1beta1", Kind: "FederatedDeployment", Name: "web", UID: uid, Controller: new(true)}}
+	return cpv
+}
+
 func TestAgentActionFor(t *testing.T) {
 	t.Parallel()
 	fed := func(deleted bool, annotations map[string]string) *unstructured.Unstructured {
@@ -95,6 +102,9 @@ func TestAgentActionFor(t *testing.T) {
 		{"resource deleted while placed: delete", fed(true, nil), cpvWith([]string{"edge"}, nil, nil), agentDelete},
 		{"resource deleted, copies orphaned: release", fed(true, orphan), cpvWith([]string{"edge"}, nil, nil), agentRelease},
 		{"orphan annotation on a live resource: sync", fed(false, orphan), cpvWith([]string{"edge"}, nil, nil), agentSync},
+		{"an earlier resource's CPV placing it: keep", fed(false, nil), ownedBy(cpvWith([]string{"edge"}, nil, nil), "earlier-uid"), agentKeep},
+		{"an earlier resource's CPV telling it to remove: keep", fed(false, nil), ownedBy(cpvWith([]string{"other"}, []string{"edge"}, []string{"edge"}), "earlier-uid"), agentKeep},
+		{"its own CPV placing it: sync", fed(false, nil), ownedBy(cpvWith([]string{"edge"}, nil, nil), ""), agentSync},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
