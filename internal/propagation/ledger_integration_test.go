@@ -8,13 +8,11 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	appsv1 "k8s.io/api/apps/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/inprocess"
+	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 // TestAHealWhoseStatusWriteFailsStaysInTheLedger heals a hand edit while
@@ -34,14 +32,7 @@ func TestAHealWhoseStatusWriteFailsStaysInTheLedger(t *testing.T) {
 	const message = "the test refuses status writes of ClusterPropagatedVersions"
 	unbind := tb.refuseCPVStatusWrites(t, ns, "web", message)
 	tb.editImage(t, member1, ns, "web", "nginx:hand-edited")
-	inprocess.Eventually(t, propagated, "the hand edit to be written back", func(ctx context.Context) (bool, string) {
-		d := &appsv1.Deployment{}
-		if err := tb.Members[member1].Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
-			return false, err.Error()
-		}
-		img := d.Spec.Template.Spec.Containers[0].Image
-		return img == "nginx:1.27", "image " + img
-	})
+	tb.waitForImage(t, member1, ns, "web", "nginx:1.27", "the hand edit to be written back")
 	if cv := entry(mustCPV(t, tb, ns, "web"), member1); len(cv.DriftHistory) != 0 {
 		t.Fatalf("the CPV status was written while refused: %s's history %+v", member1, cv.DriftHistory)
 	}
@@ -76,30 +67,10 @@ func TestAHealWhoseStatusWriteFailsStaysInTheLedger(t *testing.T) {
 func (tb bed) refuseCPVStatusWrites(t *testing.T, namespace, resource, message string) func() {
 	t.Helper()
 	name := "test-refuse-cpv-status-" + namespace
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: new(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
-					Rule: admissionregistrationv1.Rule{APIGroups: []string{typesv1beta1.GroupVersion.Group}, APIVersions: []string{"*"},
-						Resources: []string{"clusterpropagatedversions/status"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: message}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace},
-			}},
-		},
-	}
+	policy, binding := fedtest.RefusingPolicy(name, namespace, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{typesv1beta1.GroupVersion.Group}, APIVersions: []string{"*"}, Resources: []string{"clusterpropagatedversions/status"}},
+	}, "false", message)
 	unbind := func() {
 		_ = tb.Host.Delete(context.Background(), binding)
 		_ = tb.Host.Delete(context.Background(), policy)

@@ -163,14 +163,7 @@ func TestAHandEditInAMemberIsHealedUnderEnforce(t *testing.T) {
 	untouched := map[string]*appsv1.Deployment{"edited": tb.deployment(t, member2, ns, "edited"), "deleted": tb.deployment(t, member1, ns, "deleted")}
 
 	tb.editImage(t, member1, ns, "edited", "nginx:hand-edited")
-	inprocess.Eventually(t, propagated, "the hand edit to be written back", func(ctx context.Context) (bool, string) {
-		d := &appsv1.Deployment{}
-		if err := tb.Members[member1].Get(ctx, types.NamespacedName{Namespace: ns, Name: "edited"}, d); err != nil {
-			return false, err.Error()
-		}
-		img := d.Spec.Template.Spec.Containers[0].Image
-		return img == "nginx:1.27", "image " + img
-	})
+	tb.waitForImage(t, member1, ns, "edited", "nginx:1.27", "the hand edit to be written back")
 	tb.waitForEvent(t, ns, "edited", typesv1beta1.EventDriftDetected, member1, string(typesv1beta1.ModifiedOutOfBand), imagePath, "kubectl-edit", "re-applied")
 	tb.waitForEvent(t, ns, "edited", typesv1beta1.EventDriftResolved, member1)
 	cpv := tb.waitForCPV(t, ns, "edited", "1", "1", member1, member2)
@@ -531,6 +524,19 @@ func (tb bed) editImage(t *testing.T, member, namespace, name, image string) {
 			return false, err.Error()
 		}
 		return true, ""
+	})
+}
+
+// waitForImage waits, as what, until the copy of name in member has image.
+func (tb bed) waitForImage(t *testing.T, member, namespace, name, image, what string) {
+	t.Helper()
+	inprocess.Eventually(t, propagated, what, func(ctx context.Context) (bool, string) {
+		d := &appsv1.Deployment{}
+		if err := tb.Members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
+			return false, err.Error()
+		}
+		img := d.Spec.Template.Spec.Containers[0].Image
+		return img == image, "image " + img
 	})
 }
 

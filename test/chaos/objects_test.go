@@ -9,11 +9,11 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 // federatedConfigMap is a FederatedConfigMap placed on clusters, with one
@@ -90,33 +90,11 @@ const denyFinalizerLabel = "chaos.fedwarden.io/deny-finalizer"
 func denyFinalizers(t *testing.T, host client.Client, namespace string) {
 	t.Helper()
 	name := "chaos-deny-finalizer-" + namespace
-	fail := admissionregistrationv1.Fail
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: &fail,
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"types.kubefed.io"}, APIVersions: []string{"*"}, Resources: []string{"federatedconfigmaps"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: fmt.Sprintf("!has(object.metadata.labels) || !('%s' in object.metadata.labels) || !has(object.metadata.finalizers) || !('%s' in object.metadata.finalizers)", denyFinalizerLabel, typesv1beta1.FinalizerSync),
-				Message:    "chaos: the sync finalizer is refused here",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": namespace},
-			}},
-		},
-	}
+	policy, binding := fedtest.RefusingPolicy(name, namespace, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"types.kubefed.io"}, APIVersions: []string{"*"}, Resources: []string{"federatedconfigmaps"}},
+	}, fmt.Sprintf("!has(object.metadata.labels) || !('%s' in object.metadata.labels) || !has(object.metadata.finalizers) || !('%s' in object.metadata.finalizers)", denyFinalizerLabel, typesv1beta1.FinalizerSync),
+		"chaos: the sync finalizer is refused here")
 	for _, obj := range []client.Object{policy, binding} {
 		if err := host.Create(t.Context(), obj); err != nil {
 			t.Fatalf("creating the chaos admission policy: %v", err)

@@ -37,6 +37,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/inprocess"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 // The tests of this file plan changes to resources that the real
@@ -634,31 +635,10 @@ func snapshot(t *testing.T, b *inprocess.Bed, ns string) string {
 func refuseLatest(t *testing.T, b *inprocess.Bed, ns, message string) {
 	t.Helper()
 	name := "no-latest-" + ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: new(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", Message: message,
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns},
-			}},
-		},
-	}
+	policy, binding := fedtest.RefusingPolicy(name, ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+	}, "object.spec.template.spec.containers.all(c, !c.image.endsWith(':latest'))", message)
 	member := b.Members[member2]
 	for _, o := range []client.Object{policy, binding} {
 		if err := member.Create(t.Context(), o); err != nil {
