@@ -63,14 +63,14 @@ func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*ty
 	return cpv, nil
 }
 
-// earlierOwner returns the UID of the resource cpv belongs to when that is
+// EarlierOwner returns the UID of the resource cpv belongs to when that is
 // not fed but an earlier resource of its name, deleted since: the garbage
 // collector deletes such a CPV a moment later. It records that resource's
 // clusters, versions and ledger; a sync that took it for fed's would
 // remove copies from clusters fed never had (those of the earlier
 // resource, orphaned or not), and updating its owner reference would keep
 // it from the garbage collector for good.
-func earlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.Unstructured) (types.UID, bool) {
+func EarlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.Unstructured) (types.UID, bool) {
 	if cpv.ResourceVersion == "" {
 		return "", false
 	}
@@ -82,7 +82,7 @@ func earlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.
 }
 
 // errEarlierCPV stops the sync of fed while its CPV is that of an earlier
-// resource of its name (see earlierOwner): nothing is written for fed
+// resource of its name (see EarlierOwner): nothing is written for fed
 // until the garbage collector has deleted it, whose deletion syncs fed.
 func (s *cpvStore) errEarlierCPV(fed *unstructured.Unstructured, owner types.UID) error {
 	return fmt.Errorf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted: nothing is written for this one until "+

@@ -150,7 +150,7 @@ func (r *Reconciler) read(ctx context.Context, s *syncState) error {
 	if s.cpv, err = r.record.get(ctx, s.fed); err != nil {
 		return err
 	}
-	if owner, earlier := earlierOwner(s.cpv, s.fed); earlier {
+	if owner, earlier := EarlierOwner(s.cpv, s.fed); earlier {
 		return r.record.errEarlierCPV(s.fed, owner)
 	}
 	return nil

@@ -69,7 +69,7 @@ const (
 // it deletes the copy only when fed is deleted without orphaning its
 // copies, or when the CPV's spec.removals names the cluster; it syncs when
 // spec.clusters names it; otherwise, and when the CPV is an earlier
-// resource's of its name (see earlierOwner), it keeps the copy.
+// resource's of its name (see EarlierOwner), it keeps the copy.
 func agentActionFor(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string) agentAction {
 	if !fed.GetDeletionTimestamp().IsZero() {
 		if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] == "true" {
@@ -77,7 +77,7 @@ func agentActionFor(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPro
 		}
 		return agentDelete
 	}
-	if _, earlier := earlierOwner(cpv, fed); cpv.ResourceVersion == "" || earlier {
+	if _, earlier := EarlierOwner(cpv, fed); cpv.ResourceVersion == "" || earlier {
 		return agentKeep // missing, or an earlier resource's: no instruction
 	}
 	if slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster }) {

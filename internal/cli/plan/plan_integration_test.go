@@ -215,6 +215,41 @@ func TestPlanAPlacementChange(t *testing.T) {
 	}
 }
 
+// TestPlanAResourceCreatedAgain plans a resource under the name of one
+// deleted with its copies orphaned, whose CPV is still there (the bed runs
+// no garbage collector): the plan says that the controller waits for the
+// garbage collector, and plans as for a resource without a CPV, so that
+// the earlier resource's copy in member-2, which the new placement leaves
+// out, is not planned for deletion.
+func TestPlanAResourceCreatedAgain(t *testing.T) {
+	b := shared.Bed(t)
+	t.Parallel()
+	ns := b.Namespace(t, "again")
+	orphaned := strings.Replace(web(ns, "nginx:1.25", ""), "metadata: {name: web, namespace: "+ns+"}",
+		"metadata: {name: web, namespace: "+ns+", annotations: {kubefed.io/orphan: \"true\"}}", 1)
+	place(t, b, ns, orphaned, "deployment-web")
+	earlier := object(t, orphaned)
+	if err := b.Host.Get(t.Context(), client.ObjectKeyFromObject(earlier), earlier); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Host.Delete(t.Context(), earlier); err != nil {
+		t.Fatal(err)
+	}
+	inprocess.Eventually(t, settled, "the earlier resource to be gone", func(ctx context.Context) (bool, string) {
+		err := b.Host.Get(ctx, client.ObjectKeyFromObject(earlier), object(t, orphaned))
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+
+	narrowed := strings.Replace(web(ns, "nginx:1.26", ""), "[{name: member-1}, {name: member-2}]", "[{name: member-1}]", 1)
+	stdout, stderr, code := run(t, b, "-f", manifest(t, narrowed))
+	waiting := "Waiting: ClusterPropagatedVersion " + ns + "/deployment-web belongs to an earlier FederatedDeployment of this name (UID " + string(earlier.GetUID()) + "), deleted"
+	if code != 1 || !strings.Contains(stdout, "(a new resource: the host does not have it)") || !strings.Contains(stdout, waiting) ||
+		!strings.Contains(stdout, "Versions: template 1, override 1") || strings.Contains(stdout, "member-2: Delete") {
+		t.Errorf("plan of a resource created again: exit code %d, want 1, %q, versions 1 and no delete in member-2; stdout:\n%s\nstderr:\n%s", code, waiting, stdout, stderr)
+	}
+	t.Logf("plan -f of a resource created again:\n%s%s", stdout, stderr)
+}
+
 // TestPlanShowsAMemberRefusal plans an image that a ValidatingAdmissionPolicy
 // of member-2 refuses: the plan says so for member-2 only, and nothing is
 // written anywhere, even when run by an identity of the host that may only

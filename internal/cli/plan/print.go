@@ -36,6 +36,9 @@ func printHeader(b *strings.Builder, r *Report) {
 		what = "a new resource: the host does not have it"
 	}
 	fmt.Fprintf(b, "Plan for %s (%s)\n", r.describe(), what)
+	if r.Waiting != "" {
+		fmt.Fprintf(b, "Waiting: %s\n", r.Waiting)
+	}
 	fmt.Fprintf(b, "Versions: template %s, override %s\n", r.Versions.Template, r.Versions.Override)
 	fmt.Fprintf(b, "Placement: %s\n", r.Placement.Message)
 	b.WriteString("  Member capacity was not considered: plan has no capacity source, so the Capacity plugin passed every cluster.\n")

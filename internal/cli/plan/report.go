@@ -21,6 +21,11 @@ type Report struct {
 	Source string `json:"source"`
 	// New: the host does not have the resource yet.
 	New bool `json:"new"`
+	// Waiting says what the controller waits for before it writes
+	// anything for the resource: the garbage collector, to delete the
+	// ClusterPropagatedVersion of an earlier resource of its name; "" when
+	// nothing.
+	Waiting string `json:"waiting"`
 	// Versions are those the controller would stamp the copies with.
 	Versions  Versions  `json:"versions"`
 	Placement Placement `json:"placement"`

@@ -77,7 +77,7 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 // newReport is the report of s before its clusters are planned.
 func newReport(s *subject, in *planInput) *Report {
 	r := &Report{
-		Kind: s.kind.Type.Federated.Kind, Namespace: s.fed.GetNamespace(), Name: s.fed.GetName(), Source: "host", New: !s.exists,
+		Kind: s.kind.Type.Federated.Kind, Namespace: s.fed.GetNamespace(), Name: s.fed.GetName(), Source: "host", New: !s.exists, Waiting: s.waiting,
 		Versions: Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
 		Placement: Placement{
 			Scheduled: in.placed.decision.Failure == nil && !in.placed.deleting, Message: in.placed.message,

@@ -30,8 +30,11 @@ type subject struct {
 	// fromFile: fed is a manifest.
 	fromFile bool
 	// cpv is its ClusterPropagatedVersion; empty (no resourceVersion) when
-	// it has none yet.
+	// it has none yet, or has an earlier resource's.
 	cpv *typesv1beta1.ClusterPropagatedVersion
+	// waiting says what the controller waits for before it writes
+	// anything for the resource; empty when nothing.
+	waiting string
 }
 
 // describe names the resource in messages: FederatedDeployment shop/web.
@@ -131,6 +134,17 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	case err != nil:
 		return fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(key.Namespace, key.Name), err)
+	}
+	owner := s.fed
+	if s.current != nil {
+		owner = s.current
+	}
+	if uid, earlier := propagation.EarlierOwner(s.cpv, owner); earlier {
+		// The controller writes nothing until the garbage collector has
+		// deleted it, then starts without it.
+		s.waiting = fmt.Sprintf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted: the controller writes nothing "+
+			"until the garbage collector has deleted it; planned as for a resource without one", describeKey(key.Namespace, key.Name), s.kind.Type.Federated.Kind, uid)
+		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	}
 	return nil
 }
