@@ -59,8 +59,14 @@ func TestWorthAnEvent(t *testing.T) {
 		_, reason, msg := scheduledCondition(tg)
 		return &metav1.Condition{Type: typesv1beta1.FederatedScheduled, Reason: reason, Message: msg}
 	}
+	failed := func(tg targets) targets {
+		tg.decision.Failure = &framework.Verdict{Plugin: "ReplicaDivision", Reasons: []string{"6 replicas cannot be divided"}}
+		tg.names = []string{"a", "b"}
+		return tg
+	}
 	aff := clusteraffinity.Name
 	before := decision([]string{"a", "b"}, map[string]string{"c": aff})
+	full := decision([]string{"a"}, map[string]string{"b": capacity.Name, "c": aff})
 	tests := []struct {
 		name string
 		old  *metav1.Condition
@@ -78,6 +84,14 @@ func TestWorthAnEvent(t *testing.T) {
 			return tg
 		}(), want: true},
 		{name: "a first plain decision", old: nil, now: before, want: false},
+		{name: "a cluster joined that an unschedulable resource leaves out", old: condition(failed(before)), now: failed(decision([]string{"a", "b"}, map[string]string{"c": aff, "d": aff})), want: false},
+		{name: "a cluster joined that a full resource leaves out", old: condition(full), now: decision([]string{"a"}, map[string]string{"b": capacity.Name, "c": aff, "d": aff}), want: false},
+		{name: "a resource becomes unschedulable", old: condition(before), now: failed(before), want: true},
+		{name: "the failure changes", old: condition(failed(before)), now: func() targets {
+			tg := failed(before)
+			tg.decision.Failure = &framework.Verdict{Plugin: "ReplicaDivision", Reasons: []string{"the weights add up to 0"}}
+			return tg
+		}(), want: true},
 	}
 	for _, tt := range tests {
 		ok, reason, msg := scheduledCondition(tt.now)
