@@ -159,7 +159,8 @@ func waitForResyncs(t *testing.T) {
 // not at every resync. Scheduled Events are left out: they record each new
 // placement decision, which this check is not about. (Another test's
 // cluster joining or leaving the shared bed re-words the Scheduled
-// condition, which lists the clusters ruled out, but records no Event.)
+// condition, which lists the clusters ruled out, but records no Event, an
+// Unschedulable one neither.)
 func checkNoEventStorm(t *testing.T, c client.Client, namespace, name string) {
 	t.Helper()
 	var events []string

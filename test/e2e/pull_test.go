@@ -308,6 +308,36 @@ func TestPullMode(t *testing.T) {
 		}
 	})
 
+	t.Run("a resync re-applies the Pull cluster's copy once", func(t *testing.T) {
+		before, _, err := b.agent.Sum(t.Context(), "fedwarden_member_writes_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const value = "pull-resync-1"
+		patchFederated(t, b.host, ns, "web", func(obj *unstructured.Unstructured) {
+			annotations := obj.GetAnnotations()
+			if annotations == nil {
+				annotations = map[string]string{}
+			}
+			annotations[typesv1beta1.AnnotationResync] = value
+			obj.SetAnnotations(annotations)
+		})
+		waitForEntry(t, b.host, ns, cpvName, b.pull.Name, func(cv typesv1beta1.ClusterVersion) bool { return cv.Resync == value })
+		// The agent syncs again at its own entry's write and every 5 s:
+		// none of those syncs acts on the value a second time.
+		deadline := time.Now().Add(15 * time.Second)
+		eventually(t, 30*time.Second, "three of the agent's resync periods", func(context.Context) (bool, string) {
+			return time.Now().After(deadline), ""
+		})
+		after, _, err := b.agent.Sum(t.Context(), "fedwarden_member_writes_total")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before != 1 {
+			t.Errorf("the agent wrote its cluster %v times for one resync, want once", after-before)
+		}
+	})
+
 	t.Run("an agent cannot write another cluster's entry", func(t *testing.T) {
 		agent := agentHostClient(t, b.agentHost)
 		entry := map[string]any{"clusterName": b.push.Name, "state": "Missing"}
