@@ -63,31 +63,38 @@ func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*ty
 	return cpv, nil
 }
 
-// EarlierOwner returns the UID of the resource cpv belongs to when that is
-// not fed but an earlier resource of its name, deleted since: the garbage
-// collector deletes such a CPV a moment later. It records that resource's
-// clusters, versions and ledger; a sync that took it for fed's would
-// remove copies from clusters fed never had (those of the earlier
-// resource, orphaned or not), and updating its owner reference would keep
-// it from the garbage collector for good.
-func EarlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.Unstructured) (types.UID, bool) {
+// EarlierResource is what a CPV found under a resource's name says when
+// it belongs to an earlier resource of that name, deleted since: the
+// garbage collector deletes such a CPV a moment later. It records that
+// resource's clusters, versions and ledger; a sync that took it for the
+// new resource's would remove copies from clusters that one never had
+// (those of the earlier resource, orphaned or not), and updating its
+// owner reference would keep it from the garbage collector for good.
+type EarlierResource struct {
+	CPV   types.NamespacedName
+	Kind  string    // the federated kind
+	Owner types.UID // the earlier resource's
+}
+
+func (e *EarlierResource) Error() string {
+	name := e.CPV.Name
+	if e.CPV.Namespace != "" {
+		name = e.CPV.String()
+	}
+	return fmt.Sprintf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted", name, e.Kind, e.Owner)
+}
+
+// EarlierOwner returns the earlier resource cpv belongs to when that is
+// not fed (see EarlierResource); nil when cpv is fed's or does not exist.
+func EarlierOwner(cpv *typesv1beta1.ClusterPropagatedVersion, fed *unstructured.Unstructured) *EarlierResource {
 	if cpv.ResourceVersion == "" {
-		return "", false
+		return nil
 	}
 	ref := metav1.GetControllerOf(cpv)
 	if ref == nil || ref.UID == fed.GetUID() {
-		return "", false
+		return nil
 	}
-	return ref.UID, true
-}
-
-// errEarlierCPV stops the sync of fed while its CPV is that of an earlier
-// resource of its name (see EarlierOwner): nothing is written for fed
-// until the garbage collector has deleted it, whose deletion syncs fed.
-func (s *cpvStore) errEarlierCPV(fed *unstructured.Unstructured, owner types.UID) error {
-	return fmt.Errorf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted: nothing is written for this one until "+
-		"the garbage collector has deleted it (it records the earlier resource's clusters, whose copies are not this one's to remove)",
-		s.key(fed), s.typ.Federated.Kind, owner)
+	return &EarlierResource{CPV: client.ObjectKeyFromObject(cpv), Kind: fed.GetKind(), Owner: ref.UID}
 }
 
 // ensure creates the resource's ClusterPropagatedVersion when cpv does

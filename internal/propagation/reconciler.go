@@ -150,8 +150,11 @@ func (r *Reconciler) read(ctx context.Context, s *syncState) error {
 	if s.cpv, err = r.record.get(ctx, s.fed); err != nil {
 		return err
 	}
-	if owner, earlier := EarlierOwner(s.cpv, s.fed); earlier {
-		return r.record.errEarlierCPV(s.fed, owner)
+	if earlier := EarlierOwner(s.cpv, s.fed); earlier != nil {
+		// Nothing is written for fed until the garbage collector has
+		// deleted the CPV, whose deletion syncs fed.
+		return fmt.Errorf("%w: nothing is written for this one until the garbage collector has deleted it "+
+			"(it records the earlier resource's clusters, whose copies are not this one's to remove)", earlier)
 	}
 	return nil
 }

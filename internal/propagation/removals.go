@@ -77,7 +77,7 @@ func agentActionFor(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPro
 		}
 		return agentDelete
 	}
-	if _, earlier := EarlierOwner(cpv, fed); cpv.ResourceVersion == "" || earlier {
+	if cpv.ResourceVersion == "" || EarlierOwner(cpv, fed) != nil {
 		return agentKeep // missing, or an earlier resource's: no instruction
 	}
 	if slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster }) {

@@ -139,11 +139,10 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 	if s.current != nil {
 		owner = s.current
 	}
-	if uid, earlier := propagation.EarlierOwner(s.cpv, owner); earlier {
+	if earlier := propagation.EarlierOwner(s.cpv, owner); earlier != nil {
 		// The controller writes nothing until the garbage collector has
 		// deleted it, then starts without it.
-		s.waiting = fmt.Sprintf("ClusterPropagatedVersion %s belongs to an earlier %s of this name (UID %s), deleted: the controller writes nothing "+
-			"until the garbage collector has deleted it; planned as for a resource without one", describeKey(key.Namespace, key.Name), s.kind.Type.Federated.Kind, uid)
+		s.waiting = earlier.Error() + ": the controller writes nothing until the garbage collector has deleted it; planned as for a resource without one"
 		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	}
 	return nil
