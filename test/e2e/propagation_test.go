@@ -75,7 +75,7 @@ func cpvOf(ctx context.Context, c client.Client, namespace, name string) (*types
 func waitForCPV(t *testing.T, c client.Client, namespace, name, templateVersion, overrideVersion string, clusters ...string) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, 30*time.Second, fmt.Sprintf("CPV %s/%s at %s/%s in sync on %v", namespace, name, templateVersion, overrideVersion, clusters), func(ctx context.Context) (bool, string) {
+	eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s at %s/%s in sync on %v", namespace, name, templateVersion, overrideVersion, clusters), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, name); err != nil {
 			return false, err.Error()
