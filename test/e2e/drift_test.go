@@ -269,9 +269,22 @@ func TestDriftIgnorePaths(t *testing.T) {
 	member1 := memberClient(t, 0)
 	waitForSettled(t, member1, m1, ns, "tolerant")
 	editImage(t, member1, ns, "tolerant", "nginx:mine")
+	edited := &appsv1.Deployment{}
+	if err := member1.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "tolerant"}, edited); err != nil {
+		t.Fatal(err)
+	}
+	// The CPV entry records the member generation a sync saw: the edit's,
+	// once the controller has looked at it (a write-back would make a
+	// later one).
+	entry := waitForEntry(t, host, ns, "deployment-tolerant", m1, func(cv typesv1beta1.ClusterVersion) bool {
+		return cv.ObservedGeneration >= edited.Generation
+	})
 	time.Sleep(2 * resyncPeriod) // a periodic resync looks at it too
 	if img, err := memberImage(t.Context(), member1, ns, "tolerant"); err != nil || img != "nginx:mine" {
 		t.Errorf("an ignored path was written back: image %s (%v)", img, err)
+	}
+	if entry.ObservedGeneration != edited.Generation || entry.State != typesv1beta1.InSync {
+		t.Errorf("the entry after the edit (generation %d): %s at generation %d; want InSync at the edit's", edited.Generation, entry.State, entry.ObservedGeneration)
 	}
 	waitForCPVState(t, host, ns, "deployment-tolerant", map[string]typesv1beta1.DriftState{m1: typesv1beta1.InSync})
 	for _, e := range eventsOf(t, host, ns, "tolerant") {
