@@ -69,8 +69,8 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
 		return nil
 	}
-	if r.typ.holdsSecrets() {
-		return reconcile.TerminalError(errWavesOfSecrets)
+	if err := r.typ.RefusedRollout(s.spec.Rollout); err != nil {
+		return reconcile.TerminalError(err)
 	}
 	store := rollout.Store{Client: r.client, Reader: r.reader}
 	namespace := r.record.key(s.fed).Namespace

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -59,6 +60,15 @@ func (t Type) CPVName(name string) string {
 // holdsSecrets tells whether the copies are core Secrets.
 func (t Type) holdsSecrets() bool {
 	return t.Target.Group == "" && t.Target.Kind == "Secret"
+}
+
+// RefusedRollout returns why the controller refuses a resource of type t
+// whose spec.rollout is r (see errWavesOfSecrets), or nil.
+func (t Type) RefusedRollout(r *typesv1beta1.Rollout) error {
+	if r != nil && r.Strategy == typesv1beta1.RolloutWaves && t.holdsSecrets() {
+		return errWavesOfSecrets
+	}
+	return nil
 }
 
 // renderTarget is what render needs of the type: the kind of the member

@@ -514,6 +514,14 @@ func TestPlanErrors(t *testing.T) {
 	t.Parallel()
 	ns := b.Namespace(t, "errors")
 	configMap := fmt.Sprintf("apiVersion: types.kubefed.io/v1beta1\nkind: FederatedConfigMap\nmetadata: {name: web, namespace: %s}\nspec: {}\n", ns)
+	secretInWaves := fmt.Sprintf(`apiVersion: types.kubefed.io/v1beta1
+kind: FederatedSecret
+metadata: {name: db, namespace: %s}
+spec:
+  placement: {clusters: [{name: %s}]}
+  template: {stringData: {password: not-printed}}
+  rollout: {strategy: Waves, waves: [{name: first, clusters: [%s]}]}
+`, ns, member1, member1)
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -523,6 +531,7 @@ func TestPlanErrors(t *testing.T) {
 		{args: []string{"frobnicators/web", "-n", ns}, want: `unknown federated kind "frobnicators"`},
 		{args: []string{"-f", manifest(t, configMap)}, want: "unknown federated kind FederatedConfigMap.types.kubefed.io"},
 		{args: []string{"-f", manifest(t, web(ns, "nginx:1.25", "")), "-n", "other"}, want: "the object is in namespace " + ns + ", -n says other"},
+		{args: []string{"-f", manifest(t, secretInWaves)}, want: "FederatedSecret " + ns + "/db: the controller refuses it: spec.rollout.strategy Waves is not offered for a kind whose copies are Secrets"},
 	} {
 		if stdout, stderr, code := run(t, b, tt.args...); code != 2 || !strings.Contains(stderr, tt.want) {
 			t.Errorf("plan %v: exit code %d, want 2 with %q; stdout:\n%s\nstderr:\n%s", tt.args, code, tt.want, stdout, stderr)

@@ -40,6 +40,10 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	// What the controller refuses to sync is no plan: it writes nothing.
+	if err := s.kind.Type.RefusedRollout(s.spec.Rollout); err != nil {
+		return nil, fmt.Errorf("%s: the controller refuses it: %w", s.describe(), err)
+	}
 	ro, waves, err := planWaves(s.spec.Rollout, pl.names, joined)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.describe(), err)
