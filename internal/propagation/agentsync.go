@@ -65,11 +65,6 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
 	// on: the copy is compared, not re-applied.
 	in.force = recorded && in.resync != "" && in.resync != prev.Resync
-	if in.force {
-		if in.force, err = r.agentResyncIsNew(ctx, fed, in.resync); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
 	rev, err := pullRevisionOf(fed, spec, cpv, r.agent.cluster)
 	if err != nil {
 		// The host has not decided yet which revision of this content the
@@ -97,23 +92,6 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
 	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
-}
-
-// agentResyncIsNew reads the CPV from the host, not the cache, to confirm
-// that the agent's entry has not recorded resync yet, as confirmResync
-// does for the host: a cache that has not seen the agent's last entry
-// would have it write its copy again for a resync it acted on.
-func (r *Reconciler) agentResyncIsNew(ctx context.Context, fed *unstructured.Unstructured, resync string) (bool, error) {
-	key := r.record.key(fed)
-	live := &typesv1beta1.ClusterPropagatedVersion{}
-	switch err := r.reader.Get(ctx, key, live); {
-	case apierrors.IsNotFound(err):
-		return false, nil // a CPV rebuilt since has no entry that acted on one
-	case err != nil:
-		return false, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", key, err)
-	}
-	i := slices.IndexFunc(live.Status.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return string(cv.ClusterName) == r.agent.cluster })
-	return i >= 0 && live.Status.ClusterVersions[i].Resync != resync, nil
 }
 
 // pullRevision is the revision a Pull cluster's agent applies: the

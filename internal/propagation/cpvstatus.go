@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -161,7 +162,8 @@ func applyCPVStatus(ctx context.Context, c client.Client, key types.NamespacedNa
 
 // ownWrites remembers, per CPV, the resourceVersions of the last few
 // writes this process made, so that the watch events of its own writes are
-// not taken for someone else's (an agent's) change.
+// not taken for someone else's (an agent's) change, and a cache that has
+// not seen the last of them yet is noticed (behind).
 type ownWrites struct {
 	mu sync.Mutex
 	m  map[types.NamespacedName][]string
@@ -224,6 +226,25 @@ func (w *ownWrites) mine(obj client.Object) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return slices.Contains(w.m[client.ObjectKeyFromObject(obj)], obj.GetResourceVersion())
+}
+
+// behind reports whether rv, the resourceVersion of the CPV key in a cache
+// ("" when the cache has none), is older than this process's last write of
+// it: the cache has not seen that write yet. Resource versions are
+// compared as Kubernetes allows since 1.35 (KEP-5504); one that is not a
+// well-formed integer is never taken for older.
+func (w *ownWrites) behind(key types.NamespacedName, rv string) bool {
+	w.mu.Lock()
+	rvs := w.m[key]
+	w.mu.Unlock()
+	if len(rvs) == 0 {
+		return false
+	}
+	if rv == "" {
+		return true
+	}
+	c, err := resourceversion.CompareResourceVersion(rv, rvs[len(rvs)-1])
+	return err == nil && c < 0
 }
 
 // forget drops what is kept of the CPV key.

@@ -28,6 +28,7 @@ import (
 type cpvStore struct {
 	typ    Type
 	client client.Client
+	reader client.Reader // the host, not the cache
 	// namespace holds the CPVs of cluster-scoped federated resources.
 	namespace string
 	notifier  NamespaceNotifier
@@ -49,11 +50,19 @@ func (s *cpvStore) key(fed *unstructured.Unstructured) types.NamespacedName {
 }
 
 // get returns the resource's ClusterPropagatedVersion, or an empty one
-// without a resourceVersion when it does not exist yet.
+// without a resourceVersion when it does not exist yet. It reads the cache,
+// and the host when the cache has not seen this process's last write of
+// the CPV yet: a sync right after another must not act on what that one
+// recorded as if it had not (a kubefed.io/resync value acted on, a failure
+// already reported, a CPV already rebuilt).
 func (s *cpvStore) get(ctx context.Context, fed *unstructured.Unstructured) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	key := s.key(fed)
 	cpv := &typesv1beta1.ClusterPropagatedVersion{}
 	err := s.client.Get(ctx, key, cpv)
+	if (err == nil || apierrors.IsNotFound(err)) && s.own.behind(key, cpv.ResourceVersion) {
+		cpv = &typesv1beta1.ClusterPropagatedVersion{}
+		err = s.reader.Get(ctx, key, cpv)
+	}
 	if apierrors.IsNotFound(err) {
 		return &typesv1beta1.ClusterPropagatedVersion{}, nil
 	}

@@ -100,8 +100,17 @@ func TestOwnWrites(t *testing.T) {
 	if w.mine(cpv("6")) {
 		t.Error("someone else's write taken for ours")
 	}
-	w.forget(types.NamespacedName{Namespace: "ns", Name: "deployment-web"})
-	if w.mine(cpv("5")) {
+	key := types.NamespacedName{Namespace: "ns", Name: "deployment-web"}
+	for rv, want := range map[string]bool{"4": true, "": true, "5": false, "12": false, "not-a-number": false} {
+		if got := w.behind(key, rv); got != want {
+			t.Errorf("behind(%q) after a write at 5 = %v, want %v", rv, got, want)
+		}
+	}
+	if w.behind(types.NamespacedName{Namespace: "ns", Name: "deployment-other"}, "") {
+		t.Error("a CPV this process never wrote taken for one its cache lags on")
+	}
+	w.forget(key)
+	if w.mine(cpv("5")) || w.behind(key, "") {
 		t.Error("forgotten CPV still remembered")
 	}
 }

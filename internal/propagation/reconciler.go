@@ -193,37 +193,12 @@ func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) (err error) 
 	s.in = newSyncInput(s.fed, s.spec, s.cpv, s.t)
 	s.in.joined = s.set
 	s.in.keptByNamespace = s.t.keptByNamespace
-	if err := r.confirmResync(ctx, s); err != nil {
-		return err
-	}
 	if err := s.rollout.heldInputs(s, s.in); err != nil {
 		return err
 	}
 	results := r.apply.syncAll(ctx, s.in, s.t.names, s.set)
 	results, s.t = dropGone(results, s.t)
 	s.results = append(results, r.apply.removeUnplaced(ctx, s.fed, s.t.names, s.cpv, s.set)...)
-	return nil
-}
-
-// confirmResync reads the CPV from the host, not the cache, when the
-// cached one says that the resource's kubefed.io/resync value is new: a
-// forced sync writes every copy, and a cache that has not seen the status
-// write recording the value (a sync a moment ago, which may have found the
-// CPV missing and only recorded it) would write them all for nothing.
-func (r *Reconciler) confirmResync(ctx context.Context, s *syncState) error {
-	if !s.in.force {
-		return nil
-	}
-	live := &typesv1beta1.ClusterPropagatedVersion{}
-	err := r.reader.Get(ctx, r.record.key(s.fed), live)
-	switch {
-	case apierrors.IsNotFound(err):
-		s.in.force = false // a missing CPV knows of no resync acted on
-	case err != nil:
-		return fmt.Errorf("reading ClusterPropagatedVersion %s: %w", r.record.key(s.fed), err)
-	case live.Status.Resync == s.in.resync:
-		s.in.force = false
-	}
 	return nil
 }
 
