@@ -200,9 +200,9 @@ func newsworthy(t targets, ok bool, reason string) bool {
 // decision when it holds nothing to tell (see newsworthy): the condition
 // says it, and an Event per new resource is noise at fleet scale (one more
 // host write each). Nor does a later decision whose message differs only
-// in the clusters the placement leaves out (see gist): a cluster joined or
-// unjoined elsewhere in the fleet re-words the explanation of every
-// resource it is no part of, scheduled or not.
+// in the clusters ClusterAffinity rules out: a cluster joined or unjoined
+// elsewhere in the fleet re-words the explanation of every resource it is
+// no part of, scheduled or not.
 func worthAnEvent(old *metav1.Condition, t targets, ok bool, reason, msg string) bool {
 	switch {
 	case old == nil:
@@ -210,37 +210,7 @@ func worthAnEvent(old *metav1.Condition, t targets, ok bool, reason, msg string)
 	case old.Reason != reason:
 		return true
 	}
-	return gist(old.Message) != gist(msg)
-}
-
-// gist is a Scheduled message (see framework.Decision.Explain) without the
-// clusters ClusterAffinity ruled out and without the count of reasons left
-// unlisted: what stays is the outcome, the failure, the copies kept, what
-// other plugins ruled out and their notes.
-func gist(msg string) string {
-	items := strings.Split(msg, "; ")
-	kept := items[:0]
-	for _, item := range items {
-		if !placementVerdict(item) && !unlistedCount(item) {
-			kept = append(kept, item)
-		}
-	}
-	return strings.Join(kept, "; ")
-}
-
-// placementVerdict reports whether item of a Scheduled message is a
-// cluster ClusterAffinity ruled out ("[ruled out ]NAME: ClusterAffinity: …").
-func placementVerdict(item string) bool {
-	_, rest, ok := strings.Cut(strings.TrimPrefix(item, "ruled out "), ": ")
-	return ok && strings.HasPrefix(rest, clusteraffinity.Name+": ")
-}
-
-// unlistedCount reports whether item is the "and N more" that ends a
-// message too long to list every reason.
-func unlistedCount(item string) bool {
-	var n int
-	_, err := fmt.Sscanf(item, "and %d more", &n)
-	return err == nil
+	return framework.WithoutRuledOutBy(old.Message, clusteraffinity.Name) != framework.WithoutRuledOutBy(msg, clusteraffinity.Name)
 }
 
 func joinNames(names []string) string {

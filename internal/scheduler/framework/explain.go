@@ -38,7 +38,7 @@ func (d Decision) Explain(limit int) string {
 	for i, v := range d.RuledOut {
 		s := v.String()
 		if i == 0 {
-			s = "ruled out " + s
+			s = ruledOutPrefix + s
 		}
 		items = append(items, s)
 	}
@@ -46,15 +46,54 @@ func (d Decision) Explain(limit int) string {
 		items = append(items, "note: "+v.String())
 	}
 	for i, item := range items {
-		next := msg + "; " + item
+		next := msg + itemSeparator + item
 		if left := len(items) - i - 1; left > 0 {
-			if len(next)+len(fmt.Sprintf("; and %d more", left)) > limit {
-				return truncate(msg+fmt.Sprintf("; and %d more", len(items)-i), limit)
+			if len(next)+len(itemSeparator+unlisted(left)) > limit {
+				return truncate(msg+itemSeparator+unlisted(len(items)-i), limit)
 			}
 		}
 		msg = next
 	}
 	return truncate(msg, limit)
+}
+
+// The pieces of an Explain message that WithoutRuledOutBy reads back.
+const (
+	itemSeparator  = "; "
+	ruledOutPrefix = "ruled out "
+	unlistedFormat = "and %d more"
+)
+
+func unlisted(n int) string { return fmt.Sprintf(unlistedFormat, n) }
+
+// WithoutRuledOutBy returns msg, an Explain message, without the clusters
+// plugin ruled out and without the count of items left unlisted: what a
+// change elsewhere in the fleet re-words (a cluster joined that plugin
+// rules out) taken away, the rest of the explanation as it was.
+func WithoutRuledOutBy(msg, plugin string) string {
+	items := strings.Split(msg, itemSeparator)
+	kept := items[:0]
+	for _, item := range items {
+		if !ruledOutBy(item, plugin) && !isUnlisted(item) {
+			kept = append(kept, item)
+		}
+	}
+	return strings.Join(kept, itemSeparator)
+}
+
+// ruledOutBy reports whether item is a cluster plugin ruled out
+// ("[ruled out ]NAME: PLUGIN: …", see Verdict.String).
+func ruledOutBy(item, plugin string) bool {
+	_, rest, ok := strings.Cut(strings.TrimPrefix(item, ruledOutPrefix), ": ")
+	return ok && strings.HasPrefix(rest, plugin+": ")
+}
+
+// isUnlisted reports whether item is the count that ends a message too
+// long to list every item.
+func isUnlisted(item string) bool {
+	var n int
+	_, err := fmt.Sscanf(item, unlistedFormat, &n)
+	return err == nil
 }
 
 func truncate(s string, limit int) string {

@@ -181,6 +181,44 @@ func TestExplainIsBounded(t *testing.T) {
 	}
 }
 
+// WithoutRuledOutBy reads back what Explain wrote: two decisions that
+// differ only in the clusters one plugin ruled out come out the same,
+// whether the message lists them all or counts those that did not fit;
+// any other difference stays.
+func TestWithoutRuledOutBy(t *testing.T) {
+	t.Parallel()
+	decision := func(failure *Verdict, ruledOutByA ...string) Decision {
+		d := Decision{Clusters: []Placement{{Name: "a"}}, Failure: failure,
+			RuledOut: []Verdict{{Cluster: "full", Plugin: "Capacity", Reasons: []string{"no room; none at all"}}}}
+		for _, c := range ruledOutByA {
+			d.RuledOut = append(d.RuledOut, Verdict{Cluster: c, Plugin: "A", Reasons: []string{"not placed"}})
+		}
+		return d
+	}
+	failed := &Verdict{Plugin: "B", Reasons: []string{"cannot divide; weights add up to 0"}}
+	for _, tt := range []struct {
+		name  string
+		x, y  Decision
+		limit int
+		same  bool
+	}{
+		{"a cluster A rules out joined", decision(nil, "c"), decision(nil, "c", "d"), 2048, true},
+		{"and unjoined, no decision made", decision(failed, "c", "d"), decision(failed), 2048, true},
+		{"counted, not listed", decision(nil, "c"), decision(nil, "c", "d", "e", "f", "g", "h"), 140, true},
+		{"the failure changed", decision(failed, "c"), decision(&Verdict{Plugin: "B", Reasons: []string{"other"}}, "c"), 2048, false},
+		{"another plugin's verdict changed", decision(nil, "c"), func() Decision {
+			d := decision(nil, "c")
+			d.RuledOut[0].Reasons = []string{"no room"}
+			return d
+		}(), 2048, false},
+	} {
+		x, y := WithoutRuledOutBy(tt.x.Explain(tt.limit), "A"), WithoutRuledOutBy(tt.y.Explain(tt.limit), "A")
+		if (x == y) != tt.same {
+			t.Errorf("%s: %q and %q; want the same: %v", tt.name, x, y, tt.same)
+		}
+	}
+}
+
 // A cluster that holds a copy loses it only to a plugin that expresses the
 // user's intent, or because it left the federation; a plugin that judges
 // the clusters' state keeps it, with the replicas it had, and says why.
