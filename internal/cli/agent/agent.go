@@ -81,7 +81,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Propagation:   propagation.DefaultOptions(),
 			Notify:        notify.DefaultOptions(),
 		},
-		metrics: metricsendpoint.Options{BindAddress: ":8080"},
+		metrics: metricsendpoint.Options{BindAddress: metricsendpoint.DefaultAddress(8080)},
 		zap:     zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := cmdline.Setup(&cobra.Command{
@@ -120,7 +120,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.DurationVar(&o.agent.LeaseDuration, "lease-duration", o.agent.LeaseDuration, "how long the host waits for a Lease renewal before it marks the cluster not Ready (10s to 10m: the host's admission policy refuses others)")
 	f.DurationVar(&o.agent.RenewInterval, "lease-renew-interval", o.agent.RenewInterval, "how often the Lease is renewed")
 	o.metrics.AddFlags(f, "this cluster")
-	f.StringVar(&o.agent.ProbeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
+	f.StringVar(&o.agent.ProbeAddr, "health-probe-bind-address", metricsendpoint.DefaultAddress(8081), "address of the /healthz and /readyz endpoints (default: every interface in a pod, 127.0.0.1 elsewhere); 0 disables them")
 	f.IntVar(&o.agent.Propagation.Workers, "workers", o.agent.Propagation.Workers, "federated resources of one type synced at the same time")
 	f.DurationVar(&o.agent.Propagation.RetryPeriod, "retry-period", o.agent.Propagation.RetryPeriod, "how soon a resource that could not be written is synced again")
 	f.DurationVar(&o.agent.Propagation.MemberListTimeout, "member-list-timeout", o.agent.Propagation.MemberListTimeout, "how long the first list of a type in this cluster may take")

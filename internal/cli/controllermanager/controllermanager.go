@@ -71,7 +71,7 @@ type options struct {
 func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{
 		namespace: corev1beta1.DefaultFederationNamespace,
-		metrics:   metricsendpoint.Options{BindAddress: ":8080"},
+		metrics:   metricsendpoint.Options{BindAddress: metricsendpoint.DefaultAddress(8080)},
 		health: cluster.Options{
 			Period:     10 * time.Second,
 			Timeout:    3 * time.Second,
@@ -121,7 +121,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.context, "context", "", "kubeconfig context of the host cluster (default: the current context)")
 	f.StringVar(&o.namespace, "namespace", o.namespace, "control-plane namespace: member credential Secrets and the leader-election Lease live here")
 	o.metrics.AddFlags(f, "the host")
-	f.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz endpoints; 0 disables them")
+	f.StringVar(&o.probeAddr, "health-probe-bind-address", metricsendpoint.DefaultAddress(8081), "address of the /healthz and /readyz endpoints (default: every interface in a pod, 127.0.0.1 elsewhere); 0 disables them")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints (CPU and heap profiles), unauthenticated: bind it to 127.0.0.1 only; 0 (the default) disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")

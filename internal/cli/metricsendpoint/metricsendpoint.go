@@ -41,7 +41,7 @@ type Options struct {
 // --metrics-cert-dir to fs; reviewer names the cluster whose API server
 // checks the callers, for the help.
 func (o *Options) AddFlags(fs *pflag.FlagSet, reviewer string) {
-	fs.StringVar(&o.BindAddress, "metrics-bind-address", o.BindAddress, "address of the Prometheus /metrics endpoint; 0 disables it")
+	fs.StringVar(&o.BindAddress, "metrics-bind-address", o.BindAddress, "address of the Prometheus /metrics endpoint (default: every interface in a pod, 127.0.0.1 elsewhere); 0 disables it")
 	fs.BoolVar(&o.Secure, "metrics-secure", o.Secure, "serve /metrics over HTTPS, only to callers that "+reviewer+"'s API server authenticates (TokenReview) "+
 		"and authorizes to get the non-resource URL /metrics (SubjectAccessReview); without it, /metrics is plain HTTP to anyone who reaches the address")
 	fs.StringVar(&o.CertDir, "metrics-cert-dir", o.CertDir, "with --metrics-secure: directory holding the serving certificate and key, "+CertName+" and "+KeyName+
