@@ -21,11 +21,7 @@ func (s *Server) serveWhoAmI(w http.ResponseWriter, r *http.Request, v *view) {
 	out := WhoAmI{Mode: s.opts.Mode}
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
-	cfg := s.base
-	if s.opts.Mode == ModeToken {
-		cfg = s.userConfig(requestToken(r))
-	}
-	if user, err := whoAmI(ctx, cfg, s.opts.RequestTimeout); err == nil {
+	if user, err := selfReview(ctx, v.client); err == nil {
 		out.User = user
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -22,6 +22,11 @@
 //     their events. N identities cost N caches, bounded in number and
 //     stopped when idle, because sharing one would need the console to read
 //     everything with rights of its own.
+//   - In ModeToken a view is served only while the host has confirmed its
+//     identity within Options.TokenRecheck (a SelfSubjectReview, and
+//     SelfSubjectAccessReviews of what it lists), since a watch outlives
+//     its token's revocation and its RBAC's removal; a refused view is
+//     dropped. A view holds at most Options.MaxObjectsPerIdentity objects.
 //   - The federated resource, the access review and the diff are read on
 //     demand: one object each.
 //   - Live updates are Server-Sent Events from the informers; a page that

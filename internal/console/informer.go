@@ -2,12 +2,16 @@ package console
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,17 +24,22 @@ import (
 // that a page can say why it shows nothing.
 type watched struct {
 	// what names the objects for messages: "ClusterPropagatedVersions in all namespaces".
-	what     string
-	informer toolscache.SharedIndexInformer
+	what string
+	// resource and namespace (all when empty) are what the identity lists.
+	resource  schema.GroupResource
+	namespace string
+	informer  toolscache.SharedIndexInformer
 
 	mu  sync.Mutex
 	err error
 }
 
-// newWatched returns an informer of the kind of list, in namespace (all
-// when empty), through c. Objects lose their managedFields on the way in.
-func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Object, namespace, what string) *watched {
-	w := &watched{what: what}
+// newWatched returns an informer of the kind of list, resource, in
+// namespace (all when empty), through c. Objects lose their managedFields
+// on the way in, and each one cached counts against limit.
+func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Object, resource schema.GroupResource, namespace, what string,
+	limit *objectLimit) (*watched, error) {
+	w := &watched{what: what, resource: resource, namespace: namespace}
 	lw := &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			l := list.DeepCopyObject().(client.ObjectList)
@@ -40,7 +49,11 @@ func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Obje
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			l := list.DeepCopyObject().(client.ObjectList)
-			return c.Watch(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &opts})
+			wi, err := c.Watch(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &opts})
+			if err != nil {
+				w.setErr(err)
+			}
+			return wi, err
 		},
 	}
 	w.informer = toolscache.NewSharedIndexInformerWithOptions(lw, example, toolscache.SharedIndexInformerOptions{})
@@ -50,7 +63,13 @@ func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Obje
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		w.setErr(err)
 	})
-	return w
+	if _, err := w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { limit.add(1) },
+		DeleteFunc: func(any) { limit.add(-1) },
+	}); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func (w *watched) setErr(err error) {
@@ -75,11 +94,20 @@ func (w *watched) problem() string {
 }
 
 // unauthorized tells whether the host no longer accepts the identity's
-// credentials (an expired token).
+// credentials (an expired or revoked token).
 func (w *watched) unauthorized() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return apierrors.IsUnauthorized(w.err)
+}
+
+// forbiddenSinceListed tells whether the host refuses the identity the
+// objects it listed before: its cache holds what it may no longer read.
+// A kind the identity was never allowed to list holds nothing.
+func (w *watched) forbiddenSinceListed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return apierrors.IsForbidden(w.err) && w.informer.HasSynced()
 }
 
 // synced tells whether the informer has listed once.
@@ -99,4 +127,30 @@ func stripManagedFields(obj any) (any, error) {
 		cpv.Status.Conditions = nil
 	}
 	return obj, nil
+}
+
+// errTooManyObjects: an identity may see more objects than the console
+// caches for one identity.
+var errTooManyObjects = errors.New("too many objects to cache")
+
+// objectLimit counts the objects one view caches, over all its kinds, and
+// calls full once when they exceed max.
+type objectLimit struct {
+	max  int64
+	n    atomic.Int64
+	once sync.Once
+	full func()
+}
+
+func (l *objectLimit) add(d int64) {
+	if l.n.Add(d) > l.max {
+		l.once.Do(l.full)
+	}
+}
+
+// tooMany is the error of an identity that sees more than max objects,
+// with what to do about it.
+func tooMany(max int64) error {
+	return fmt.Errorf("%w: you may see more than %d objects (ClusterPropagatedVersions, FederatedClusters and the agents' Leases), "+
+		"the most the console caches for one identity (--max-objects-per-identity); ask its operator to raise that limit", errTooManyObjects, max)
 }

@@ -15,18 +15,31 @@ type registry struct {
 	mu      sync.Mutex
 	views   map[string]*view
 	pending map[string]*sync.Mutex
+	// refused are the identities whose view was stopped for seeing too
+	// much, and why: for the idle timeout, none is started again for them.
+	refused map[string]refusal
 	limit   int
 	idle    time.Duration
 }
 
+// refusal is why an identity gets no view, and since when.
+type refusal struct {
+	err   error
+	since time.Time
+}
+
 func newRegistry(limit int, idle time.Duration) *registry {
-	return &registry{views: map[string]*view{}, pending: map[string]*sync.Mutex{}, limit: limit, idle: idle}
+	return &registry{views: map[string]*view{}, pending: map[string]*sync.Mutex{}, refused: map[string]refusal{}, limit: limit, idle: idle}
 }
 
 // get returns the view of id, starting it with start when there is none.
 // Two first requests of one identity start one view.
 func (g *registry) get(id string, start func() (*view, error)) (*view, error) {
 	g.mu.Lock()
+	if err := g.refusedLocked(id); err != nil {
+		g.mu.Unlock()
+		return nil, err
+	}
 	if v, ok := g.views[id]; ok {
 		g.mu.Unlock()
 		v.touch()
@@ -55,6 +68,11 @@ func (g *registry) get(id string, start func() (*view, error)) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := g.refusedLocked(id); err != nil {
+		// Refused while starting: it saw too much at once.
+		v.stop()
+		return nil, err
+	}
 	for len(g.views) >= g.limit {
 		if !g.evictOldest() {
 			break
@@ -62,6 +80,20 @@ func (g *registry) get(id string, start func() (*view, error)) (*view, error) {
 	}
 	g.views[id] = v
 	return v, nil
+}
+
+// refusedLocked is why id gets no view, if it is refused still; g.mu is
+// held.
+func (g *registry) refusedLocked(id string) error {
+	r, ok := g.refused[id]
+	if !ok {
+		return nil
+	}
+	if time.Since(r.since) >= g.idle {
+		delete(g.refused, id)
+		return nil
+	}
+	return r.err
 }
 
 // evictOldest stops the view used least recently; false when there is none.
@@ -90,6 +122,26 @@ func (g *registry) drop(id string) {
 	}
 }
 
+// remove stops v and forgets it, unless another view of its identity has
+// taken its place.
+func (g *registry) remove(v *view) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v.stop()
+	if g.views[v.id] == v {
+		delete(g.views, v.id)
+	}
+}
+
+// refuse stops v, and starts no view for its identity, answering err,
+// until the idle timeout has passed.
+func (g *registry) refuse(v *view, err error) {
+	g.mu.Lock()
+	g.refused[v.id] = refusal{err: err, since: time.Now()}
+	g.mu.Unlock()
+	g.remove(v)
+}
+
 // reap stops the views idle for longer than the idle timeout, every
 // interval, until ctx ends; then it stops them all.
 func (g *registry) reap(ctx context.Context, interval time.Duration) {
@@ -112,6 +164,9 @@ func (g *registry) reap(ctx context.Context, interval time.Duration) {
 					v.stop()
 					delete(g.views, id)
 				}
+			}
+			for id := range g.refused {
+				_ = g.refusedLocked(id) // forgets an expired refusal
 			}
 			g.mu.Unlock()
 		}

@@ -47,6 +47,14 @@ type Options struct {
 	IdleTimeout time.Duration
 	// MaxIdentities bounds how many identities have caches at a time.
 	MaxIdentities int
+	// MaxObjectsPerIdentity bounds the objects one identity's caches hold
+	// (CPVs, FederatedClusters and Leases together): an identity that sees
+	// more gets an error saying so, and no caches, for IdleTimeout.
+	MaxObjectsPerIdentity int
+	// TokenRecheck is how long, in ModeToken, the console serves an
+	// identity before it asks the host again whether it accepts the token
+	// and lets it list what its caches hold.
+	TokenRecheck time.Duration
 	// RequestTimeout bounds each request to the host or a member made for
 	// a page.
 	RequestTimeout time.Duration
@@ -62,10 +70,17 @@ type Options struct {
 
 // Defaults of Options.
 const (
-	DefaultIdleTimeout    = 10 * time.Minute
-	DefaultMaxIdentities  = 100
-	DefaultRequestTimeout = 30 * time.Second
+	DefaultIdleTimeout           = 10 * time.Minute
+	DefaultMaxIdentities         = 100
+	DefaultMaxObjectsPerIdentity = 50000
+	DefaultRequestTimeout        = 30 * time.Second
+	DefaultTokenRecheck          = time.Minute
 )
+
+// ErrPlainHTTPHost: in ModeToken the host is reached over plain HTTP, so
+// the users' bearer tokens would cross the network in clear.
+var ErrPlainHTTPHost = errors.New("token mode sends each user's bearer token to the host, and the host's address is http://: " +
+	"the tokens would cross the network in clear; give the host's https:// address and the CA that verifies it")
 
 // Server serves the console.
 type Server struct {
@@ -103,13 +118,20 @@ func New(opts Options) (*Server, error) {
 	if opts.Mode == ModeToken && opts.Host.Insecure {
 		return nil, errors.New("token mode sends the users' tokens to the host: its certificate must be verified")
 	}
+	if opts.Mode == ModeToken && !rest.IsConfigTransportTLS(*withoutCredentials(opts.Host)) {
+		return nil, fmt.Errorf("%w (%s)", ErrPlainHTTPHost, opts.Host.Host)
+	}
 	if opts.ControlPlaneNamespace == "" {
 		opts.ControlPlaneNamespace = corev1beta1.DefaultFederationNamespace
 	}
 	opts.IdleTimeout = cmpOr(opts.IdleTimeout, DefaultIdleTimeout)
 	opts.RequestTimeout = cmpOr(opts.RequestTimeout, DefaultRequestTimeout)
+	opts.TokenRecheck = cmpOr(opts.TokenRecheck, DefaultTokenRecheck)
 	if opts.MaxIdentities <= 0 {
 		opts.MaxIdentities = DefaultMaxIdentities
+	}
+	if opts.MaxObjectsPerIdentity <= 0 {
+		opts.MaxObjectsPerIdentity = DefaultMaxObjectsPerIdentity
 	}
 	s := &Server{
 		opts:    opts,

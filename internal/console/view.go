@@ -2,12 +2,15 @@ package console
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,42 +39,35 @@ type view struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	lastUsed atomic.Int64
+
+	// confirmedAt is when the host last confirmed the identity: that it
+	// accepts its credentials and lets it list what the view caches.
+	confirmedAt atomic.Int64
+	confirmMu   sync.Mutex
 }
 
-// startView starts the caches of the identity cfg authenticates as.
-func startView(parent context.Context, id string, cfg *rest.Config, controlPlane string) (*view, error) {
+// viewConfig is what a view needs besides its identity.
+type viewConfig struct {
+	// controlPlane is the host's control-plane namespace.
+	controlPlane string
+	// maxObjects bounds the objects the view caches; full is called, once,
+	// when they exceed it.
+	maxObjects int64
+	full       func(*view)
+}
+
+// startView starts the caches of the identity cfg authenticates as, which
+// the host has just confirmed.
+func startView(parent context.Context, id string, cfg *rest.Config, vc viewConfig) (*view, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client of the host: %w", err)
 	}
 	ctx, cancel := context.WithCancel(parent)
-	v := &view{id: id, client: c, controlPlane: controlPlane, ix: newIndex(), hub: newHub(), ctx: ctx, cancel: cancel}
+	v := &view{id: id, client: c, controlPlane: vc.controlPlane, ix: newIndex(), hub: newHub(), ctx: ctx, cancel: cancel}
 	v.touch()
-	v.cpvs = newWatched(c, &typesv1beta1.ClusterPropagatedVersionList{}, &typesv1beta1.ClusterPropagatedVersion{}, "",
-		"ClusterPropagatedVersions in all namespaces")
-	v.clusters = newWatched(c, &corev1beta1.FederatedClusterList{}, &corev1beta1.FederatedCluster{}, "", "FederatedClusters")
-	v.leases = newWatched(c, &coordinationv1.LeaseList{}, &coordinationv1.Lease{}, controlPlane, "Leases in namespace "+controlPlane+" (the agents' of Pull clusters)")
-	if _, err := v.cpvs.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { v.cpvChanged(obj) },
-		UpdateFunc: func(_, obj any) { v.cpvChanged(obj) },
-		DeleteFunc: v.cpvDeleted,
-	}); err != nil {
-		cancel()
-		return nil, err
-	}
-	if _, err := v.clusters.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { v.clusterChanged(obj, false) },
-		UpdateFunc: func(_, obj any) { v.clusterChanged(obj, false) },
-		DeleteFunc: func(obj any) { v.clusterChanged(obj, true) },
-	}); err != nil {
-		cancel()
-		return nil, err
-	}
-	if _, err := v.leases.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { v.leaseChanged(obj) },
-		UpdateFunc: func(_, obj any) { v.leaseChanged(obj) },
-		DeleteFunc: func(obj any) { v.leaseChanged(obj) },
-	}); err != nil {
+	v.confirmedAt.Store(time.Now().UnixNano())
+	if err := v.watch(c, &objectLimit{max: vc.maxObjects, full: func() { vc.full(v) }}); err != nil {
 		cancel()
 		return nil, err
 	}
@@ -79,6 +75,44 @@ func startView(parent context.Context, id string, cfg *rest.Config, controlPlane
 		go w.informer.RunWithContext(ctx)
 	}
 	return v, nil
+}
+
+// watch makes the view's informers, and has their events kept in its index
+// and published on its streams.
+func (v *view) watch(c client.WithWatch, limit *objectLimit) error {
+	var err error
+	if v.cpvs, err = newWatched(c, &typesv1beta1.ClusterPropagatedVersionList{}, &typesv1beta1.ClusterPropagatedVersion{},
+		typesv1beta1.GroupVersion.WithResource("clusterpropagatedversions").GroupResource(), "", "ClusterPropagatedVersions in all namespaces", limit); err != nil {
+		return err
+	}
+	if v.clusters, err = newWatched(c, &corev1beta1.FederatedClusterList{}, &corev1beta1.FederatedCluster{},
+		corev1beta1.GroupVersion.WithResource("federatedclusters").GroupResource(), "", "FederatedClusters", limit); err != nil {
+		return err
+	}
+	if v.leases, err = newWatched(c, &coordinationv1.LeaseList{}, &coordinationv1.Lease{}, schema.GroupResource{Group: coordinationv1.GroupName, Resource: "leases"},
+		v.controlPlane, "Leases in namespace "+v.controlPlane+" (the agents' of Pull clusters)", limit); err != nil {
+		return err
+	}
+	if _, err := v.cpvs.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { v.cpvChanged(obj) },
+		UpdateFunc: func(_, obj any) { v.cpvChanged(obj) },
+		DeleteFunc: v.cpvDeleted,
+	}); err != nil {
+		return err
+	}
+	if _, err := v.clusters.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { v.clusterChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { v.clusterChanged(obj, false) },
+		DeleteFunc: func(obj any) { v.clusterChanged(obj, true) },
+	}); err != nil {
+		return err
+	}
+	_, err = v.leases.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { v.leaseChanged(obj) },
+		UpdateFunc: func(_, obj any) { v.leaseChanged(obj) },
+		DeleteFunc: func(obj any) { v.leaseChanged(obj) },
+	})
+	return err
 }
 
 func (v *view) all() []*watched { return []*watched{v.cpvs, v.clusters, v.leases} }
@@ -140,14 +174,84 @@ func (v *view) problems(what ...*watched) []string {
 	return out
 }
 
-// unauthorized tells whether the host no longer accepts the identity.
-func (v *view) unauthorized() bool {
+// errLostRights: the host refuses the identity a kind its view cached.
+var errLostRights = errors.New("the host no longer lets you read what the console cached for you")
+
+// stale says why the view may not serve any more, from what its informers
+// heard: errSignIn when the host no longer accepts the identity,
+// errLostRights when it refuses a kind the view listed; nil otherwise.
+func (v *view) stale() error {
 	for _, w := range v.all() {
 		if w.unauthorized() {
-			return true
+			return errSignIn
+		}
+		if w.forbiddenSinceListed() {
+			return fmt.Errorf("%w: %s", errLostRights, w.what)
 		}
 	}
-	return false
+	return nil
+}
+
+// recheck asks the host again, when it last confirmed the identity longer
+// than every ago, whether it still accepts the identity (errSignIn if not)
+// and still lets it list each kind the view listed (errLostRights if not).
+// Informers do not tell: a watch outlives the revocation of its token and
+// the removal of its rights.
+func (v *view) recheck(ctx context.Context, every time.Duration) error {
+	if v.confirmedWithin(every) {
+		return nil
+	}
+	v.confirmMu.Lock()
+	defer v.confirmMu.Unlock()
+	if v.confirmedWithin(every) {
+		return nil
+	}
+	if _, err := selfReview(ctx, v.client); err != nil {
+		return err
+	}
+	for _, w := range v.all() {
+		if !w.synced() {
+			continue
+		}
+		allowed, err := mayList(ctx, v.client, w.resource, w.namespace)
+		if err != nil {
+			return err
+		}
+		if !allowed {
+			return fmt.Errorf("%w: %s", errLostRights, w.what)
+		}
+	}
+	v.confirmedAt.Store(time.Now().UnixNano())
+	return nil
+}
+
+func (v *view) confirmedWithin(d time.Duration) bool {
+	return time.Since(time.Unix(0, v.confirmedAt.Load())) < d
+}
+
+// recheckWhileStreaming rechecks the identity every interval while a page
+// of it holds a stream open (a stream makes no request that would), until
+// the view stops; it calls drop when the host refuses the identity.
+func (v *view) recheckWhileStreaming(every, timeout time.Duration, drop func(*view)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-v.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if v.hub.subscribers() == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(v.ctx, timeout)
+		err := v.recheck(ctx, every)
+		cancel()
+		if errors.Is(err, errSignIn) || errors.Is(err, errLostRights) {
+			drop(v)
+			return
+		}
+	}
 }
 
 func (v *view) cpvChanged(obj any) {

@@ -43,6 +43,8 @@ type options struct {
 	controlPlane  string
 	idleTimeout   time.Duration
 	maxIdentities int
+	maxObjects    int
+	tokenRecheck  time.Duration
 	timeout       time.Duration
 	memberNets    []string
 	networks      egress.Networks
@@ -68,9 +70,15 @@ may do. The host is --host-server (default: the in-cluster address) verified
 with --host-ca-file (default: the in-cluster CA); with --host-kubeconfig,
 only the server and CA of the context are used, never its credentials.
 
+The host must be https:// in token mode: the console refuses an http://
+one, which would carry the users' tokens in clear.
+
 The console caches what each identity sees (ClusterPropagatedVersions,
-FederatedClusters, the agents' Leases), fed by watches, and stops an
-identity's caches after --idle-timeout without a request.
+FederatedClusters, the agents' Leases), fed by watches, at most
+--max-objects-per-identity objects each, and stops an identity's caches
+after --idle-timeout without a request. In token mode it asks the host
+again, after --token-recheck, whether it still accepts each token and lets
+it list what its caches hold, and drops the caches of one it refuses.
 
 See docs/console.md.`
 
@@ -108,6 +116,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 		"control-plane namespace of the host: the members' credential Secrets, the agents' Leases, the CPVs of cluster-scoped resources")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", webconsole.DefaultIdleTimeout, "stop the caches of an identity not seen for that long")
 	f.IntVar(&o.maxIdentities, "max-identities", webconsole.DefaultMaxIdentities, "with --auth=token: most identities cached at a time (the least recently used is stopped)")
+	f.IntVar(&o.maxObjects, "max-objects-per-identity", webconsole.DefaultMaxObjectsPerIdentity,
+		"most objects (CPVs, FederatedClusters, agents' Leases) cached for one identity; one that sees more is told so and gets no caches for --idle-timeout")
+	f.DurationVar(&o.tokenRecheck, "token-recheck", webconsole.DefaultTokenRecheck,
+		"with --auth=token: how long a token is served before the host is asked again whether it accepts it and what it may list")
 	f.DurationVar(&o.timeout, "timeout", webconsole.DefaultRequestTimeout, "how long any one request to the host or a member may take")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at for a diff, as the controller-manager's flag of that name (default: any address)")
 	return cmd
@@ -129,9 +141,13 @@ func (o *options) validate() error {
 	if msgs := validation.IsDNS1123Label(o.controlPlane); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--control-plane-namespace: %q is not a namespace name: %s", o.controlPlane, strings.Join(msgs, "; ")))
 	}
-	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout), cmdline.PositiveDuration("--idle-timeout", o.idleTimeout))
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout), cmdline.PositiveDuration("--idle-timeout", o.idleTimeout),
+		cmdline.PositiveDuration("--token-recheck", o.tokenRecheck))
 	if o.maxIdentities <= 0 {
 		errs = append(errs, fmt.Errorf("--max-identities %d must be positive", o.maxIdentities))
+	}
+	if o.maxObjects <= 0 {
+		errs = append(errs, fmt.Errorf("--max-objects-per-identity %d must be positive", o.maxObjects))
 	}
 	if o.auth == string(webconsole.ModeLocal) && (o.hostServer != "" || o.hostCAFile != "") {
 		errs = append(errs, errors.New("--host-server and --host-ca-file are for --auth=token; with --auth=local the kubeconfig says where the host is"))
@@ -163,8 +179,12 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	}
 	srv, err := webconsole.New(webconsole.Options{
 		Mode: webconsole.Mode(o.auth), Host: host, ControlPlaneNamespace: o.controlPlane, IdleTimeout: o.idleTimeout,
-		MaxIdentities: o.maxIdentities, RequestTimeout: o.timeout, MemberNetworks: o.networks, AllowAnyHost: o.allowRemote,
+		MaxIdentities: o.maxIdentities, MaxObjectsPerIdentity: o.maxObjects, TokenRecheck: o.tokenRecheck,
+		RequestTimeout: o.timeout, MemberNetworks: o.networks, AllowAnyHost: o.allowRemote,
 	})
+	if errors.Is(err, webconsole.ErrPlainHTTPHost) {
+		return streams.UsageError(fmt.Errorf("%w; that address comes from %s: pass --host-server https://HOST:PORT (and --host-ca-file)", err, who.source))
+	}
 	if err != nil {
 		return streams.UsageError(err)
 	}
@@ -172,7 +192,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", o.address, err)
 	}
-	fmt.Fprintf(s.Out, "Fedwarden console: %s (%s)\n", URL(ln.Addr().String()), who)
+	fmt.Fprintf(s.Out, "Fedwarden console: %s (%s)\n", URL(ln.Addr().String()), who.identity)
 	fmt.Fprintln(s.ErrOut, "Ctrl-C stops it.")
 	return srv.Serve(ctx, ln)
 }
@@ -189,20 +209,29 @@ func URL(address string) string {
 	return "http://" + net.JoinHostPort(host, port) + "/"
 }
 
+// hostSource says whom the console acts as, and where the host's address
+// came from (for messages).
+type hostSource struct {
+	identity string
+	source   string
+}
+
 // hostConfig returns where the host is, and with --auth=local who the
 // console acts as; with --auth=token it holds no credentials.
-func (o *options) hostConfig() (*rest.Config, string, error) {
+func (o *options) hostConfig() (*rest.Config, hostSource, error) {
 	if o.auth == string(webconsole.ModeLocal) {
 		c, err := kubeconfig.Load(o.host)
 		if err != nil {
-			return nil, "", err
+			return nil, hostSource{}, err
 		}
-		return c.Config, fmt.Sprintf("as context %q of %s", c.Context, c.File), nil
+		return c.Config, hostSource{identity: fmt.Sprintf("as context %q of %s", c.Context, c.File)}, nil
 	}
 	server, caFile := o.hostServer, o.hostCAFile
+	source := "--host-server"
 	if server == "" {
 		if h, p := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"); h != "" && p != "" {
 			server = "https://" + net.JoinHostPort(h, p)
+			source = "the pod's environment (KUBERNETES_SERVICE_HOST)"
 			if caFile == "" {
 				caFile = inClusterCA
 			}
@@ -212,16 +241,17 @@ func (o *options) hostConfig() (*rest.Config, string, error) {
 	if server == "" {
 		c, err := kubeconfig.Load(o.host)
 		if err != nil {
-			return nil, "", fmt.Errorf("--auth=token: no --host-server, not in a pod, and %w", err)
+			return nil, hostSource{}, fmt.Errorf("--auth=token: no --host-server, not in a pod, and %w", err)
 		}
 		cfg = &rest.Config{Host: c.Config.Host, TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData, ServerName: c.TLSServerName}}
+		source = fmt.Sprintf("the context %q of %s (--host-kubeconfig, --host-context)", c.Context, c.File)
 	}
 	if caFile != "" {
 		data, err := os.ReadFile(caFile)
 		if err != nil {
-			return nil, "", fmt.Errorf("--host-ca-file: %w", err)
+			return nil, hostSource{}, fmt.Errorf("--host-ca-file: %w", err)
 		}
 		cfg.CAData = data
 	}
-	return cfg, "each user signs in with a token for " + cfg.Host, nil
+	return cfg, hostSource{identity: "each user signs in with a token for " + cfg.Host, source: source}, nil
 }

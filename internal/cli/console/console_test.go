@@ -10,6 +10,9 @@ func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	kc := clitest.WriteKubeconfig(t, clitest.UnreachableConfig())
 	host := []string{"--host-kubeconfig", kc}
+	plain := clitest.UnreachableConfig()
+	plain.Clusters["host"].Server = "http://127.0.0.1:1"
+	plainKC := clitest.WriteKubeconfig(t, plain)
 	tests := []struct {
 		name    string
 		args    []string
@@ -24,6 +27,12 @@ func TestUsageErrors(t *testing.T) {
 		{name: "bad timeout", args: append([]string{"--timeout", "0s"}, host...), wantErr: "--timeout 0s must be positive"},
 		{name: "bad control-plane namespace", args: append([]string{"--control-plane-namespace", "a/b"}, host...), wantErr: "--control-plane-namespace"},
 		{name: "missing CA file", args: []string{"--auth", "token", "--host-server", "https://127.0.0.1:6443", "--host-ca-file", "/nonexistent/ca.crt"}, wantErr: "--host-ca-file"},
+		{name: "bad token recheck", args: append([]string{"--token-recheck", "0s"}, host...), wantErr: "--token-recheck 0s must be positive"},
+		{name: "bad object limit", args: append([]string{"--max-objects-per-identity", "0"}, host...), wantErr: "--max-objects-per-identity 0 must be positive"},
+		{name: "token mode, http host server", args: []string{"--auth", "token", "--host-server", "http://127.0.0.1:6443"},
+			wantErr: "the host's address is http://: the tokens would cross the network in clear; give the host's https:// address and the CA that verifies it (http://127.0.0.1:6443); that address comes from --host-server"},
+		{name: "token mode, http kubeconfig server", args: []string{"--auth", "token", "--host-kubeconfig", plainKC},
+			wantErr: `that address comes from the context "host" of ` + plainKC + ` (--host-kubeconfig, --host-context): pass --host-server https://HOST:PORT`},
 		{name: "missing context", args: []string{"--host-kubeconfig", kc, "--host-context", "nope"}, wantErr: `context "nope" (--host-context)`},
 	}
 	for _, tt := range tests {
