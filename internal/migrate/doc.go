@@ -6,11 +6,14 @@
 // resources, ReplicaSchedulingPreferences and PropagatedVersions); NewPlan,
 // pure, says what the handover will do and what it cannot carry over, with
 // the reason; Handover stops KubeFed, saves what it removes or replaces in a
-// ConfigMap of the control-plane namespace, removes KubeFed's webhook
-// configurations, replaces the CRDs of the federated kinds with Fedwarden's
-// (every object is kept: the versions are the same) and creates a
-// FederatedCluster per KubeFedCluster, bound to KubeFed's Secret. Rollback
-// puts back what that ConfigMap holds and starts KubeFed again.
+// Secret of the control-plane namespace and returns the digest of that
+// state, removes KubeFed's webhook configurations, replaces the CRDs of the
+// federated kinds with Fedwarden's (every object is kept: the versions are
+// the same) and creates a FederatedCluster per KubeFedCluster, bound to
+// KubeFed's Secret. Rollback puts back what that Secret holds and starts
+// KubeFed again: only KubeFed's kinds and names, and only from the state of
+// the digest the admin gives; ReviewRollback says, writing nothing, what
+// it would restore and what it refuses.
 //
 // Nothing here writes to a member cluster, nor reads one: the copies KubeFed
 // placed are adopted by Fedwarden's controller-manager, which records a copy

@@ -58,51 +58,49 @@ func (h *Host) progress(format string, args ...any) {
 // writes nothing to a member cluster, unless p re-joins the members: then
 // it first creates Fedwarden's identity in each, before anything changes
 // on the host. It never writes to a copy. A plan with blockers is refused.
-func (h *Host) Handover(ctx context.Context, p *Plan) error {
+// It returns the digest of the state it saved, which Rollback asks for.
+func (h *Host) Handover(ctx context.Context, p *Plan) (string, error) {
 	if len(p.Blockers) > 0 {
-		return fmt.Errorf("the migration is blocked: %d finding(s) to fix first (see --dry-run)", len(p.Blockers))
+		return "", fmt.Errorf("the migration is blocked: %d finding(s) to fix first (see --dry-run)", len(p.Blockers))
 	}
 	c, err := h.NewClient()
 	if err != nil {
-		return err
+		return "", err
 	}
 	st, err := h.snapshot(ctx, c, p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if p.Rejoin {
 		// A handover that ran already would refuse to save its state below:
 		// find out before writing to the members.
-		saved, err := loadState(ctx, c, p.Inventory.Namespace)
-		if err != nil {
-			return err
-		}
-		if saved != nil {
-			return fmt.Errorf("ConfigMap %s/%s exists: a handover from KubeFed ran already on this host; "+
-				"run 'fedwarden migrate kubefed --rollback' to put KubeFed back first", p.Inventory.Namespace, StateConfigMap)
+		if err := checkNoState(ctx, c, p.Inventory.Namespace); err != nil {
+			return "", err
 		}
 	}
 	tokens, err := h.createIdentities(ctx, p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, m := range p.clusters {
 		if m.rejoin != nil {
 			st.Rejoined = append(st.Rejoined, m.cluster.Name)
 		}
 	}
-	if err := saveState(ctx, c, p.Inventory.Namespace, st); err != nil {
-		return err
+	digest, err := saveState(ctx, c, p.Inventory.Namespace, st)
+	if err != nil {
+		return "", err
 	}
-	h.progress("saved KubeFed's webhook configurations, %d CRDs and %d FederatedTypeConfigs in ConfigMap %s/%s", len(st.CRDs), len(st.TypeConfigs), p.Inventory.Namespace, StateConfigMap)
+	where := stateSecretName(p.Inventory.Namespace)
+	h.progress("saved KubeFed's webhook configurations, %d CRDs and %d FederatedTypeConfigs in %s (digest %s)", len(st.CRDs), len(st.TypeConfigs), where, digest)
 	phases := []func(context.Context, *Plan, *state) error{h.stopKubeFed, h.deleteWebhooks, h.replaceCRDs, h.clearStatus, h.createTypeConfigs,
 		func(ctx context.Context, p *Plan, _ *state) error { return h.createClusters(ctx, p, tokens) }}
 	for _, phase := range phases {
 		if err := phase(ctx, p, st); err != nil {
-			return fmt.Errorf("%w; what was saved is in ConfigMap %s/%s: 'fedwarden migrate kubefed --rollback' puts KubeFed back", err, p.Inventory.Namespace, StateConfigMap)
+			return "", fmt.Errorf("%w; what was saved is in %s: 'fedwarden migrate kubefed --rollback --state-digest %s' puts KubeFed back", err, where, digest)
 		}
 	}
-	return nil
+	return digest, nil
 }
 
 // snapshot reads what the handover will remove or replace.

@@ -384,7 +384,7 @@ func (inv *Inventory) readCRDs(ctx context.Context, c client.Client) error {
 	inv.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	for i := range l.Items {
 		crd := &l.Items[i]
-		if strings.HasSuffix(crd.Spec.Group, "kubefed.io") {
+		if isKubeFedGroup(crd.Spec.Group) {
 			inv.crds[crd.Name] = crd
 		}
 	}

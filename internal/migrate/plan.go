@@ -13,10 +13,6 @@ import (
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
-// StateConfigMap is the ConfigMap of the control-plane namespace in which
-// the handover saves what it removes or replaces, and Rollback reads it.
-const StateConfigMap = "fedwarden-migrate-kubefed"
-
 // Options are the choices of the operator that shape the plan.
 type Options struct {
 	// DefaultRemediation is the --default-remediation the controller-manager
@@ -105,8 +101,9 @@ func NewPlan(inv *Inventory, o Options) *Plan {
 	if o.Rejoin {
 		p.planRejoin()
 	}
-	p.add("save", "ConfigMap "+inv.Namespace+"/"+StateConfigMap,
-		"KubeFed's webhook configurations, FederatedTypeConfigs and the CRDs replaced below, and the Deployment's replicas: what --rollback puts back")
+	p.add("save", stateSecretName(inv.Namespace),
+		"KubeFed's webhook configurations, FederatedTypeConfigs and the CRDs replaced below, and the Deployment's replicas: what --rollback puts back, "+
+			"given the digest the handover prints")
 	p.planStop()
 	for _, w := range inv.Webhooks {
 		p.add("delete", w, "KubeFed's admission, which would refuse Fedwarden's FederatedTypeConfigs")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -25,40 +24,51 @@ var errNothingToRollBack = errors.New("nothing to roll back")
 // controller-manager (controller-runtime's default).
 const fedwardenLeaseDuration = 15 * time.Second
 
-// RollbackOptions say what Rollback waits for.
+// RollbackOptions say what Rollback restores and what it waits for.
 type RollbackOptions struct {
-	// Namespace is the control-plane namespace holding StateConfigMap.
+	// Namespace is the control-plane namespace holding the state.
 	Namespace string
 	// FedwardenLease names the leader Lease of Fedwarden's
 	// controller-manager, which must have stopped.
 	FedwardenLease string
+	// StateDigest is the digest of the state that the handover printed:
+	// Rollback restores nothing from a state of another digest.
+	StateDigest string
 }
 
 // Rollback puts back what the handover saved: KubeFed's CRDs (every
 // federated resource is kept), FederatedTypeConfigs and webhook
-// configurations, and its controller-manager's replicas. Fedwarden's
-// controller-manager must be stopped first: Rollback waits until its leader
-// Lease is idle. Member copies are not touched; the FederatedClusters and
-// the Secrets' binding annotations are left, as KubeFed ignores them. So is
-// Fedwarden's own identity in the members that the handover re-joined
-// (--rejoin), with its credentials Secret on the host: Rollback writes to
-// no member, and KubeFed's own identity was left as it was.
+// configurations, and its controller-manager's replicas. It restores only
+// those, by kind and name (see RollbackReview), and only from the state
+// whose digest is o.StateDigest: everything is checked before anything is
+// written, and a state that holds anything else is refused whole.
+// Fedwarden's controller-manager must be stopped first: Rollback waits
+// until its leader Lease is idle. Member copies are not touched; the
+// FederatedClusters and the Secrets' binding annotations are left, as
+// KubeFed ignores them. So is Fedwarden's own identity in the members that
+// the handover re-joined (--rejoin), with its credentials Secret on the
+// host: Rollback writes to no member, and KubeFed's own identity was left
+// as it was.
 func (h *Host) Rollback(ctx context.Context, o RollbackOptions) error {
+	r, err := h.ReviewRollback(ctx, o.Namespace)
+	if err != nil {
+		return err
+	}
+	if err := r.Refusal(); err != nil {
+		return err
+	}
+	if err := r.CheckDigest(o.StateDigest); err != nil {
+		return err
+	}
 	c, err := h.NewClient()
 	if err != nil {
 		return err
-	}
-	st, err := loadState(ctx, c, o.Namespace)
-	if err != nil {
-		return err
-	}
-	if st == nil {
-		return fmt.Errorf("%w: ConfigMap %s/%s, which the handover writes, does not exist", errNothingToRollBack, o.Namespace, StateConfigMap)
 	}
 	if err := waitLockIdle(ctx, c, o.Namespace, o.FedwardenLease, fedwardenLeaseDuration, h.StopTimeout); err != nil {
 		return fmt.Errorf("waiting for Fedwarden's controller-manager to stop: %w", err)
 	}
 	h.progress("Fedwarden's leader Lease %s/%s is not renewed: its controller-manager has stopped", o.Namespace, o.FedwardenLease)
+	st := r.saved.st
 	phases := []func(context.Context, *state) error{h.dropFedwardenTypeConfigs, h.restoreCRDs, h.restoreTypeConfigs, h.restoreWebhooks}
 	for _, phase := range phases {
 		if err := phase(ctx, st); err != nil {
@@ -73,15 +83,22 @@ func (h *Host) Rollback(ctx context.Context, o RollbackOptions) error {
 			"KubeFed uses its own; remove them with 'fedwarden unjoin %s --cluster-context CONTEXT' once KubeFed is to stay", name, o.Namespace, registration.ServiceAccountName(name),
 			registration.ClusterRoleName(name), o.Namespace, registration.CredentialsSecretName(name), name)
 	}
-	c, err = h.NewClient()
+	return h.deleteState(ctx, r.saved)
+}
+
+// deleteState deletes the object holding the state, once KubeFed is back,
+// so that a later handover starts afresh. It deletes that very object
+// (its UID), not one written in its place since.
+func (h *Host) deleteState(ctx context.Context, saved *savedState) error {
+	c, err := h.NewClient()
 	if err != nil {
 		return err
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: StateConfigMap}}
-	if err := c.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting ConfigMap %s/%s: %w", o.Namespace, StateConfigMap, err)
+	uid := saved.obj.GetUID()
+	if err := c.Delete(ctx, saved.obj, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s: %w", saved.source, err)
 	}
-	h.progress("deleted ConfigMap %s/%s: KubeFed is back", o.Namespace, StateConfigMap)
+	h.progress("deleted %s: KubeFed is back", saved.source)
 	return nil
 }
 

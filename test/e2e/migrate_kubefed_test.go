@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -98,6 +99,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 		t.Fatalf("the migration failed:\n%s", r)
 	}
 	t.Logf("migrate kubefed:\n%s", r)
+	digest := handoverDigest(t, r.stdout)
 	checkNoMemberToken(t, "the migration", r.stdout+r.stderr, tokens)
 	checkHandedOver(t, host)
 	checkKubeFedReplicas(t, host, 0)
@@ -148,7 +150,8 @@ func TestMigrateFromKubeFed(t *testing.T) {
 		t.Error(err)
 	}
 	cmRunning = false
-	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--host-kubeconfig", bed.Host.Kubeconfig)
+	checkRollbackDryRun(t, bed, digest)
+	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
 	if r.code != 0 {
 		t.Fatalf("the rollback failed:\n%s", r)
 	}
@@ -165,6 +168,39 @@ func TestMigrateFromKubeFed(t *testing.T) {
 		}
 		return c.Data["A"] == "from kubefed", fmt.Sprint(c.Data)
 	})
+}
+
+// handoverDigest returns the digest of the saved state that the handover
+// printed, which --rollback asks for.
+func handoverDigest(t *testing.T, stdout string) string {
+	t.Helper()
+	m := regexp.MustCompile(`--rollback --namespace \S+ --state-digest (sha256:[0-9a-f]{64})`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("the handover printed no digest of its state:\n%s", stdout)
+	}
+	return m[1]
+}
+
+// checkRollbackDryRun checks that --rollback --dry-run lists what the
+// handover saved, with the digest the handover printed, and changes
+// nothing.
+func checkRollbackDryRun(t *testing.T, bed *localfed.Federation, digest string) {
+	t.Helper()
+	before := hostFingerprint(t, bed.Host.Config)
+	r := runFedwarden(t, "migrate", "kubefed", "--rollback", "--dry-run", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
+	if r.code != 0 {
+		t.Fatalf("migrate kubefed --rollback --dry-run failed:\n%s", r)
+	}
+	t.Logf("migrate kubefed --rollback --dry-run:\n%s", r)
+	for _, want := range []string{"digest " + digest, "restore  CustomResourceDefinition federatedtypeconfigs.core.kubefed.io",
+		"restore  FederatedTypeConfig " + fedtest.KubeFedNamespace + "/configmaps", "restore  ValidatingWebhookConfiguration validations.core.kubefed.io"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("migrate kubefed --rollback --dry-run does not print %q", want)
+		}
+	}
+	if diff := fingerprintDiff(before, hostFingerprint(t, bed.Host.Config)); diff != "" {
+		t.Errorf("migrate kubefed --rollback --dry-run changed the host: %s", diff)
+	}
 }
 
 // applySample1 applies KubeFed's sample1, without its Job and Ingress.

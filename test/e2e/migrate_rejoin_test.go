@@ -68,6 +68,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		t.Fatalf("the migration failed:\n%s", r)
 	}
 	t.Logf("migrate kubefed --rejoin:\n%s", r)
+	digest := handoverDigest(t, r.stdout)
 	checkNoMemberToken(t, "the migration", r.stdout+r.stderr, kubefedTokens)
 	for _, want := range []string{
 		"cluster1: created ServiceAccount kube-federation-system/fedwarden-cluster1 on the member",
@@ -134,7 +135,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		t.Error(err)
 	}
 	cmRunning = false
-	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--host-kubeconfig", bed.Host.Kubeconfig)
+	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
 	if r.code != 0 {
 		t.Fatalf("the rollback failed:\n%s", r)
 	}

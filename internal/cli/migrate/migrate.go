@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"time"
 
@@ -39,6 +40,7 @@ type options struct {
 	dryRun             bool
 	output             string
 	rollback           bool
+	stateDigest        string
 	defaultRemediation string
 	stopTimeout        time.Duration
 	timeout            time.Duration
@@ -61,8 +63,9 @@ that inventory, what the migration will do, and what it cannot carry over, each
 with the reason, and changes nothing.
 
 Without --dry-run it hands over:
-  1. saves what it removes or replaces in the ConfigMap fedwarden-migrate-kubefed
-     of --namespace, which --rollback reads;
+  1. saves what it removes or replaces in the Secret fedwarden-migrate-kubefed
+     of --namespace, which --rollback reads, and prints the digest of what it
+     saved: keep it, --rollback asks for it;
   2. scales KubeFed's Deployment kubefed-controller-manager to 0 (or, when the
      namespace has none, expects you to stop KubeFed's controller-manager) and
      waits until its leader lock is no longer renewed (--stop-timeout);
@@ -103,11 +106,21 @@ ClusterPropagatedVersion and not written; one that differs is drift.
 A finding that blocks the migration (a cluster that skips TLS verification,
 a CRD whose scope or stored versions differ...) stops it before any change.
 
---rollback puts KubeFed back once Fedwarden's controller-manager is stopped (it
-waits until Fedwarden's leader Lease is no longer renewed): KubeFed's CRDs,
-FederatedTypeConfigs and webhook configurations, and its Deployment's replicas.
-Member copies are not touched, nor is Fedwarden's identity that --rejoin created
-in the members: 'fedwarden unjoin NAME --cluster-context CONTEXT' removes it.
+--rollback --state-digest DIGEST puts KubeFed back once Fedwarden's
+controller-manager is stopped (it waits until Fedwarden's leader Lease is no
+longer renewed): KubeFed's CRDs, FederatedTypeConfigs and webhook
+configurations, and its Deployment's replicas. It restores them with your
+rights, so it restores only those: webhook configurations named as KubeFed's,
+CRDs of the kubefed.io groups, FederatedTypeConfigs of core.kubefed.io in
+--namespace. A state holding anything else is refused whole, by name, and so
+is a state whose digest is not DIGEST, the one the handover printed: nothing
+is restored. --rollback --dry-run lists every object it would restore, what
+each webhook calls, and the state's digest, and changes nothing. A state that
+an earlier Fedwarden saved in the ConfigMap fedwarden-migrate-kubefed, which
+printed no digest, is rolled back the same way: check it with --dry-run, then
+pass the digest it prints. Member copies are not touched, nor is Fedwarden's
+identity that --rejoin created in the members: 'fedwarden unjoin NAME
+--cluster-context CONTEXT' removes it.
 
 Exit codes: 0 done (or planned), 1 error, 2 bad flags, 3 blocked by findings.`
 
@@ -126,8 +139,10 @@ const example = `  # Preview: what is there, what will be done, what is not carr
   fedwarden migrate kubefed --rejoin --dry-run
   fedwarden migrate kubefed --rejoin --member-kubeconfig members.kubeconfig
 
-  # Undo the handover (stop Fedwarden's controller-manager first)
-  fedwarden migrate kubefed --rollback`
+  # Undo the handover (stop Fedwarden's controller-manager first), with the
+  # digest the handover printed; see first what it would restore
+  fedwarden migrate kubefed --rollback --dry-run
+  fedwarden migrate kubefed --rollback --state-digest sha256:0f1e...`
 
 // NewCommand returns `fedwarden migrate`, whose one subcommand is kubefed.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -155,9 +170,10 @@ func newKubeFedCommand(s streams.IO) *cobra.Command {
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
 	f.StringVar(&o.namespace, "namespace", v1beta1.DefaultFederationNamespace, "KubeFed's control-plane namespace, which becomes Fedwarden's")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the inventory and the plan, and change nothing")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the inventory and the plan (--rollback: every object it would restore, and the state's digest), and change nothing")
 	f.StringVarP(&o.output, "output", "o", "", "format of --dry-run: text (default), yaml or json")
-	f.BoolVar(&o.rollback, "rollback", false, "undo the handover: put KubeFed back")
+	f.BoolVar(&o.rollback, "rollback", false, "undo the handover: put KubeFed back (needs --state-digest)")
+	f.StringVar(&o.stateDigest, "state-digest", "", "--rollback: the digest of the saved state that the handover printed (sha256:...); --rollback restores nothing from a state of another digest")
 	f.StringVar(&o.defaultRemediation, "default-remediation", string(typesv1beta1.RemediationAlert), "the --default-remediation to start Fedwarden's controller-manager with: Alert (report drift only) or Enforce")
 	f.DurationVar(&o.stopTimeout, "stop-timeout", 2*time.Minute, "how long to wait for KubeFed's controller-manager (--rollback: Fedwarden's) to stop renewing its leader lock")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Minute, "how long to wait for any one request, and for a CRD to be Established or gone")
@@ -176,8 +192,11 @@ func (o *options) validate() error {
 	} else {
 		errs = append(errs, manifest.ValidateFormat(o.output))
 	}
-	if o.dryRun && o.rollback {
-		errs = append(errs, errors.New("--dry-run and --rollback do not go together"))
+	if o.stateDigest != "" && !o.rollback {
+		errs = append(errs, errors.New("--state-digest needs --rollback: only the rollback reads the saved state"))
+	}
+	if o.stateDigest != "" && !stateDigest.MatchString(o.stateDigest) {
+		errs = append(errs, fmt.Errorf("--state-digest %q is not a digest as the handover prints it: sha256: and 64 hexadecimal digits", o.stateDigest))
 	}
 	if o.rejoin && o.rollback {
 		errs = append(errs, errors.New("--rejoin and --rollback do not go together: --rollback leaves Fedwarden's identity in the members"))
@@ -215,8 +234,11 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
+	if o.rollback && o.dryRun {
+		return reviewRollback(ctx, s, host, o)
+	}
 	if o.rollback {
-		return host.Rollback(ctx, migrate.RollbackOptions{Namespace: o.namespace, FedwardenLease: o.fedwardenLease})
+		return host.Rollback(ctx, migrate.RollbackOptions{Namespace: o.namespace, FedwardenLease: o.fedwardenLease, StateDigest: o.stateDigest})
 	}
 	c, err := host.NewClient()
 	if err != nil {
@@ -244,12 +266,36 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if o.rejoin {
 		host.Rejoin = rejoiner(s, o)
 	}
-	if err := host.Handover(ctx, plan); err != nil {
+	digest, err := host.Handover(ctx, plan)
+	if err != nil {
 		return err
 	}
-	printNext(s.Out, plan, cluster.File)
+	printNext(s.Out, plan, cluster.File, digest)
 	return nil
 }
+
+// reviewRollback prints what --rollback would restore and the state's
+// digest, and writes nothing. It fails, after printing, when the state
+// holds what no handover saves, or is not of --state-digest when given.
+func reviewRollback(ctx context.Context, s streams.IO, host *migrate.Host, o *options) error {
+	r, err := host.ReviewRollback(ctx, o.namespace)
+	if err != nil {
+		return err
+	}
+	if err := printReview(s.Out, r, o.namespace, o.output); err != nil {
+		return err
+	}
+	if err := r.Refusal(); err != nil {
+		return err
+	}
+	if o.stateDigest != "" {
+		return r.CheckDigest(o.stateDigest)
+	}
+	return nil
+}
+
+// stateDigest is the form of a state's digest.
+var stateDigest = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
 // blocked returns the error of a plan with blockers, nil for one without.
 func blocked(p *migrate.Plan) error {

@@ -1,6 +1,7 @@
 package migrate
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/fedwarden/fedwarden/internal/cli/clitest"
@@ -16,7 +17,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{name: "output without dry run", args: []string{"-o", "yaml"}, wantErr: `--output "yaml" needs --dry-run`},
 		{name: "bad output", args: []string{"--dry-run", "-o", "xml"}, wantErr: `--output "xml" is not supported`},
-		{name: "dry run and rollback", args: []string{"--dry-run", "--rollback"}, wantErr: "--dry-run and --rollback do not go together"},
+		{name: "state digest without rollback", args: []string{"--state-digest", "sha256:" + strings.Repeat("0", 64)}, wantErr: "--state-digest needs --rollback"},
+		{name: "bad state digest", args: []string{"--rollback", "--state-digest", "0f1e"}, wantErr: `--state-digest "0f1e" is not a digest`},
 		{name: "bad remediation", args: []string{"--default-remediation", "Heal"}, wantErr: `--default-remediation must be Enforce or Alert, not "Heal"`},
 		{name: "bad stop timeout", args: []string{"--stop-timeout", "0s"}, wantErr: "--stop-timeout"},
 		{name: "an argument", args: []string{"extra"}, wantErr: "extra"},

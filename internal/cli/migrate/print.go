@@ -13,33 +13,67 @@ import (
 	"github.com/fedwarden/fedwarden/internal/migrate"
 )
 
-// printPlan prints the plan as text, or as YAML or JSON.
-func printPlan(w io.Writer, p *migrate.Plan, format string) error {
+// printData prints v as YAML or JSON; false for the text format.
+func printData(w io.Writer, v any, format string) (bool, error) {
 	switch format {
 	case manifest.JSON:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		return true, enc.Encode(v)
 	case manifest.YAML:
-		data, err := yaml.Marshal(p)
+		data, err := yaml.Marshal(v)
 		if err != nil {
-			return fmt.Errorf("encoding the plan: %w", err)
+			return true, fmt.Errorf("encoding the plan: %w", err)
 		}
 		_, err = w.Write(data)
+		return true, err
+	}
+	return false, nil
+}
+
+// printPlan prints the plan as text, or as YAML or JSON.
+func printPlan(w io.Writer, p *migrate.Plan, format string) error {
+	if done, err := printData(w, p, format); done {
 		return err
 	}
 	printInventory(w, p.Inventory)
 	fmt.Fprintln(w, "\nThe migration will:")
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for i, s := range p.Steps {
-		fmt.Fprintf(tw, "  %2d.\t%s\t%s\t%s\n", i+1, s.Action, s.Object, s.Detail)
-	}
-	_ = tw.Flush()
+	printSteps(w, p.Steps)
 	printFindings(w, "\nNot carried over", p.NotCarriedOver)
 	printFindings(w, "\nNotes", p.Notes)
 	printFindings(w, "\nBlockers (the migration refuses to run until they are fixed)", p.Blockers)
 	fmt.Fprintln(w, "\nThen start Fedwarden's controller-manager with:")
 	fmt.Fprintf(w, "  fedwarden controller-manager %s\n", strings.Join(p.ControllerManagerArgs, " "))
+	return nil
+}
+
+// printSteps prints numbered steps.
+func printSteps(w io.Writer, steps []migrate.Step) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for i, s := range steps {
+		fmt.Fprintf(tw, "  %2d.\t%s\t%s\t%s\n", i+1, s.Action, s.Object, s.Detail)
+	}
+	_ = tw.Flush()
+}
+
+// printReview prints what --rollback would do with the state it found, as
+// text, or as YAML or JSON.
+func printReview(w io.Writer, r *migrate.RollbackReview, namespace, format string) error {
+	if done, err := printData(w, r, format); done {
+		return err
+	}
+	fmt.Fprintf(w, "State: %s, digest %s\n", r.Source, r.Digest)
+	if r.Legacy {
+		fmt.Fprintln(w, "  saved where an earlier Fedwarden kept it: anyone who may write ConfigMaps in its namespace may have written it instead")
+	}
+	if len(r.Refused) > 0 {
+		printFindings(w, "\nRefused (no handover saves them; while any is listed, --rollback restores nothing)", r.Refused)
+		return nil
+	}
+	fmt.Fprintln(w, "\n--rollback will:")
+	printSteps(w, r.Steps)
+	fmt.Fprintln(w, "\nIf this is the state your handover saved (it printed this digest), and each object above is KubeFed's, put KubeFed back with:")
+	fmt.Fprintf(w, "  fedwarden migrate kubefed --rollback --namespace %s --state-digest %s\n", namespace, r.Digest)
 	return nil
 }
 
@@ -102,8 +136,8 @@ func printFindings(w io.Writer, title string, fs []migrate.Finding) {
 	}
 }
 
-// printNext says what to do after the handover.
-func printNext(w io.Writer, p *migrate.Plan, kubeconfig string) {
+// printNext says what to do after the handover, whose state has digest.
+func printNext(w io.Writer, p *migrate.Plan, kubeconfig, digest string) {
 	fmt.Fprintf(w, "KubeFed has handed over. Start Fedwarden's controller-manager against the host now:\n\n")
 	fmt.Fprintf(w, "  fedwarden controller-manager --kubeconfig %s %s\n\n", kubeconfig, strings.Join(p.ControllerManagerArgs, " "))
 	fmt.Fprintf(w, "or, with the Helm chart:\n\n  helm install fedwarden deploy/helm/fedwarden --namespace %s --skip-crds --set %s\n\n",
@@ -114,7 +148,9 @@ func printNext(w io.Writer, p *migrate.Plan, kubeconfig string) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "It adopts the copies KubeFed placed without writing them; a copy that differs is reported as drift:")
-	fmt.Fprintln(w, "kubectl get cpv -A, fedwarden drift -A. To go back: stop it, then run 'fedwarden migrate kubefed --rollback'.")
+	fmt.Fprintln(w, "kubectl get cpv -A, fedwarden drift -A. To go back: stop it, then run")
+	fmt.Fprintf(w, "\n  fedwarden migrate kubefed --rollback --namespace %s --state-digest %s\n\n", p.Inventory.Namespace, digest)
+	fmt.Fprintln(w, "Keep that digest: --rollback restores nothing from a state of another digest.")
 }
 
 // chartValues are the Helm chart's values of the controller-manager's

@@ -1,0 +1,255 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// errRefused: the state holds an object that no handover saves.
+var errRefused = errors.New("refused")
+
+// errDigest: the state is not the one whose digest the admin gave.
+var errDigest = errors.New("not the state the handover saved")
+
+// RollbackReview is what Rollback would do with the state it finds: each
+// object it would restore, and each it refuses. Rollback writes nothing
+// unless nothing is refused and the admin gives the state's digest.
+type RollbackReview struct {
+	// Source names the object holding the state: Secret StateSecret, or
+	// an earlier Fedwarden's ConfigMap LegacyStateConfigMap.
+	Source string `json:"source"`
+	// Legacy is set for LegacyStateConfigMap, which anyone who may write
+	// ConfigMaps in the namespace may have written.
+	Legacy bool `json:"legacy,omitempty"`
+	// Digest is the digest of the state: the one the handover printed if
+	// the state is that handover's.
+	Digest string `json:"digest"`
+	// Steps are what Rollback does, in order.
+	Steps []Step `json:"steps"`
+	// Refused are the objects of the state that no handover saves: with
+	// any, Rollback restores nothing.
+	Refused []Finding `json:"refused,omitempty"`
+
+	saved *savedState
+}
+
+// ReviewRollback reads the state saved in namespace and says what
+// Rollback would do with it. It writes nothing.
+func (h *Host) ReviewRollback(ctx context.Context, namespace string) (*RollbackReview, error) {
+	c, err := h.NewClient()
+	if err != nil {
+		return nil, err
+	}
+	saved, err := loadState(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	if saved == nil {
+		return nil, fmt.Errorf("%w: neither %s, where the handover saves what it changes, nor %s, where an earlier Fedwarden saved it, exists",
+			errNothingToRollBack, stateSecretName(namespace), legacyStateName(namespace))
+	}
+	return review(saved, namespace), nil
+}
+
+// review judges each object of a saved state, and lists what Rollback
+// does with it.
+func review(saved *savedState, namespace string) *RollbackReview {
+	r := &RollbackReview{Source: saved.source, Legacy: saved.legacy, Digest: saved.digest, saved: saved}
+	st := saved.st
+	refuse := func(m map[string]any, reason string) {
+		r.Refused = append(r.Refused, Finding{Subject: objectName(m), Reason: reason})
+	}
+	if savedCRDScope(st, typeConfigCRD) == string(apiextensionsv1.NamespaceScoped) {
+		r.add("delete", "CustomResourceDefinition "+typeConfigCRD, "Fedwarden's, cluster-scoped, with its FederatedTypeConfigs (their finalizers removed), when it is in place")
+	}
+	for _, m := range st.CRDs {
+		if reason := refuseCRD(m); reason != "" {
+			refuse(m, reason)
+			continue
+		}
+		r.add("restore", objectName(m), "KubeFed's, in place of Fedwarden's of that name: every object of it is kept")
+	}
+	for _, m := range st.TypeConfigs {
+		if reason := refuseTypeConfig(m, namespace); reason != "" {
+			refuse(m, reason)
+			continue
+		}
+		r.add("restore", objectName(m), "")
+	}
+	for _, m := range st.Webhooks {
+		if reason := refuseWebhook(m, namespace); reason != "" {
+			refuse(m, reason)
+			continue
+		}
+		r.add("restore", objectName(m), "calls "+webhookEndpoints(m))
+	}
+	if st.Replicas != nil {
+		r.add("scale", "Deployment "+namespace+"/"+ControllerDeployment, fmt.Sprintf("back to %d replicas", *st.Replicas))
+	}
+	for _, name := range st.Rejoined {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			r.Refused = append(r.Refused, Finding{Subject: "re-joined cluster " + printable(name), Reason: "not a cluster name (" + strings.Join(errs, "; ") + ")"})
+			continue
+		}
+		r.add("leave", "Fedwarden's identity in cluster "+name, "and its credentials Secret on the host: remove them with 'fedwarden unjoin "+name+"'")
+	}
+	r.add("delete", saved.source, "the state, once KubeFed is back")
+	return r
+}
+
+func (r *RollbackReview) add(action, object, detail string) {
+	r.Steps = append(r.Steps, Step{Action: action, Object: object, Detail: detail})
+}
+
+// Refusal returns the error of a state that holds objects no handover
+// saves, naming each; nil when it holds none.
+func (r *RollbackReview) Refusal() error {
+	if len(r.Refused) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(r.Refused))
+	for _, f := range r.Refused {
+		names = append(names, f.String())
+	}
+	hint := "delete it: no handover wrote it as it is"
+	if r.Legacy {
+		hint = "delete it: anyone who may write ConfigMaps in its namespace may have written it, and no handover wrote it as it is"
+	}
+	return fmt.Errorf("%w: %s holds %d object(s) that no handover saves, so nothing was restored: %s; %s",
+		errRefused, r.Source, len(r.Refused), strings.Join(names, "; "), hint)
+}
+
+// CheckDigest fails unless want is the state's digest: the one the
+// handover printed.
+func (r *RollbackReview) CheckDigest(want string) error {
+	if want == "" {
+		return fmt.Errorf("%w: --state-digest is missing: give the digest the handover printed, so that --rollback restores the state that handover saved "+
+			"and nothing that was written in its place; nothing was restored. "+
+			"If you lost it, 'fedwarden migrate kubefed --rollback --dry-run' lists every object of %s and prints its digest: pass that digest only once you have checked each object",
+			errDigest, r.Source)
+	}
+	if want != r.Digest {
+		return fmt.Errorf("%w: %s has digest %s, not %s: it is not the state that handover saved, or it changed since; nothing was restored. "+
+			"'fedwarden migrate kubefed --rollback --dry-run' lists what it holds", errDigest, r.Source, r.Digest, want)
+	}
+	return nil
+}
+
+// objectName names a saved object as Kind name, or Kind namespace/name.
+func objectName(m map[string]any) string {
+	u := unstructured.Unstructured{Object: m}
+	kind := u.GetKind()
+	if kind == "" {
+		kind = "object of no kind"
+	}
+	name := u.GetName()
+	if ns := u.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return printable(kind) + " " + printable(name)
+}
+
+// printable returns s, quoted if it holds anything a terminal would not
+// print as it is: a saved object's name is whatever its writer chose.
+func printable(s string) string {
+	if s == "" || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+// isKubeFedGroup tells whether group is one of KubeFed's API groups:
+// kubefed.io and its subdomains.
+func isKubeFedGroup(group string) bool {
+	return group == "kubefed.io" || strings.HasSuffix(group, ".kubefed.io")
+}
+
+// refuseWebhook says why m is not one of KubeFed's webhook
+// configurations of the control plane in namespace; "" when it is.
+func refuseWebhook(m map[string]any, namespace string) string {
+	u := unstructured.Unstructured{Object: m}
+	kind := u.GetKind()
+	if u.GetAPIVersion() != admissionregistrationv1.SchemeGroupVersion.String() || (kind != "ValidatingWebhookConfiguration" && kind != "MutatingWebhookConfiguration") {
+		return "saved as a webhook configuration, where a handover saves only ValidatingWebhookConfigurations and MutatingWebhookConfigurations (admissionregistration.k8s.io/v1)"
+	}
+	if !isKubeFedWebhook(u.GetName(), namespace) {
+		return fmt.Sprintf("not one of KubeFed's webhook configurations, which are named %s, or those names followed by -%s",
+			strings.Join(webhookPrefixes, " and "), namespace)
+	}
+	return ""
+}
+
+// refuseCRD says why m is not a CRD of KubeFed's groups as a handover
+// saves it; "" when it is.
+func refuseCRD(m map[string]any) string {
+	u := unstructured.Unstructured{Object: m}
+	if u.GetAPIVersion() != apiextensionsv1.SchemeGroupVersion.String() || u.GetKind() != "CustomResourceDefinition" {
+		return "saved as a CRD, where a handover saves only CustomResourceDefinitions (apiextensions.k8s.io/v1)"
+	}
+	crd, err := crdFrom(m)
+	if err != nil {
+		return err.Error()
+	}
+	if !isKubeFedGroup(crd.Spec.Group) {
+		return fmt.Sprintf("its group %s is not one of KubeFed's (kubefed.io and its subdomains), whose CRDs are the only ones a handover replaces", printable(crd.Spec.Group))
+	}
+	if crd.Name != crd.Spec.Names.Plural+"."+crd.Spec.Group {
+		return "its name is not its plural and group, as a CustomResourceDefinition's is"
+	}
+	if conv := crd.Spec.Conversion; conv != nil && conv.Strategy != "" && conv.Strategy != apiextensionsv1.NoneConverter {
+		return fmt.Sprintf("it converts its objects with strategy %s, which calls a webhook: KubeFed's CRDs have none", printable(string(conv.Strategy)))
+	}
+	return ""
+}
+
+// refuseTypeConfig says why m is not one of KubeFed's FederatedTypeConfigs
+// of namespace; "" when it is.
+func refuseTypeConfig(m map[string]any, namespace string) string {
+	u := unstructured.Unstructured{Object: m}
+	if u.GroupVersionKind() != typeConfigGVK {
+		return "saved as a FederatedTypeConfig, where a handover saves only FederatedTypeConfigs of " + typeConfigGVK.GroupVersion().String()
+	}
+	if u.GetNamespace() != namespace {
+		return "not in KubeFed's namespace " + namespace + ", the only one whose FederatedTypeConfigs a handover saves"
+	}
+	return ""
+}
+
+// webhookEndpoints says what each webhook of a saved configuration calls:
+// what to check before restoring it, since it is sent what it admits.
+func webhookEndpoints(m map[string]any) string {
+	hooks, _, _ := unstructured.NestedSlice(m, "webhooks")
+	var out []string
+	for _, h := range hooks {
+		hook, _ := h.(map[string]any)
+		name, _, _ := unstructured.NestedString(hook, "name")
+		target := "nothing"
+		if url, _, _ := unstructured.NestedString(hook, "clientConfig", "url"); url != "" {
+			target = "URL " + printable(url)
+		} else if svc, ok, _ := unstructured.NestedMap(hook, "clientConfig", "service"); ok {
+			ns, _ := svc["namespace"].(string)
+			sname, _ := svc["name"].(string)
+			target = "Service " + printable(ns+"/"+sname)
+			if port, ok := svc["port"]; ok {
+				target += fmt.Sprintf(" port %v", port)
+			}
+			if path, _ := svc["path"].(string); path != "" {
+				target += " path " + printable(path)
+			}
+		}
+		out = append(out, printable(name)+": "+target)
+	}
+	if len(out) == 0 {
+		return "no webhook"
+	}
+	return strings.Join(out, ", ")
+}
