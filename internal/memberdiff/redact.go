@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 )
 
 // lastApplied is the annotation `kubectl apply` keeps the applied object
@@ -18,16 +20,14 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // in its other annotations: a value that short is found by chance in any
 // text, and the annotations kept would be redacted for nothing. The
 // last-applied configuration is redacted whatever the values.
-const minEmbedded = 4
+const minEmbedded = scrub.MinLength
 
 // secretFields are the fields of a Secret that hold its values.
-var secretFields = []string{"data", "stringData"}
+var secretFields = scrub.Fields
 
 // IsSecret tells whether gvk is the core Secret, whose values are
 // redacted.
-func IsSecret(gvk schema.GroupVersionKind) bool {
-	return gvk.Group == "" && gvk.Kind == "Secret"
-}
+func IsSecret(gvk schema.GroupVersionKind) bool { return scrub.IsSecret(gvk) }
 
 // redactSecret replaces, in the desired and live copies of a Secret as diff
 // shows them, each value of data and stringData, the last-applied
@@ -120,20 +120,8 @@ func secretValues(obj map[string]any) map[string][]byte {
 	return out
 }
 
-// decode returns the bytes a value of field stands for: base64-decoded in
-// data (as written, if it is not base64), as written in stringData.
-func decode(field string, v any) []byte {
-	s, ok := v.(string)
-	if !ok {
-		s = fmt.Sprint(v)
-	}
-	if field == "data" {
-		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-			return b
-		}
-	}
-	return []byte(s)
-}
+// decode returns the bytes a value of field stands for (scrub.Decode).
+func decode(field string, v any) []byte { return scrub.Decode(field, v) }
 
 // marker stands for a redacted value of n bytes.
 func marker(n int, differs bool) string {

@@ -32,6 +32,9 @@ type clusterResult struct {
 	reason  string // one of typesv1beta1.Cluster*
 	state   typesv1beta1.DriftState
 	message string
+	// answer is the member's error that message quotes, if any, for
+	// scrubbed: it is nil in every result the apply stage returns.
+	answer error
 	// object is the member copy after the sync, when there is one.
 	object *unstructured.Unstructured
 	// written: Fedwarden wrote the copy in this sync.
@@ -69,7 +72,7 @@ func unreachable(name, message string) clusterResult {
 }
 
 func applyFailed(name string, err error, retry bool) clusterResult {
-	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), retry: retry}
+	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), answer: err, retry: retry}
 }
 
 func inSync(name string, obj *unstructured.Unstructured) clusterResult {
@@ -114,8 +117,11 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 
 // syncCluster makes the member copy of fed in one cluster current, writing
 // only when its content differs from what was last written, or when it
-// drifted and the cluster's policy enforces.
-func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) clusterResult {
+// drifted and the cluster's policy enforces. What it returns is scrubbed
+// of the values of fed and of the copies it sees (a Secret's).
+func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) (out clusterResult) {
+	sc := a.scrubberOf(in.fed)
+	defer func() { out = scrubbed(out, sc) }()
 	if reason, msg := outOfReach(a.typ, in.fed); reason != "" {
 		return applyFailed(name, errors.New(msg), false)
 	}
@@ -131,11 +137,13 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 	if err != nil {
 		return applyFailed(name, err, false)
 	}
+	seen(sc, desired)
 	hash := render.ContentHash(desired.Object)
 	existing, failed := a.readCopy(ctx, member, in, name, desired, hash)
 	if failed != nil {
 		return *failed
 	}
+	seen(sc, existing)
 	policy := a.policyFor(in.spec, name)
 	f, err := a.classify(in, name, desired, existing, hash, policy)
 	if err != nil {
@@ -386,8 +394,14 @@ func (a *applier) ensureNamespace(ctx context.Context, member *clustercache.Memb
 // deleteCopy removes the managed member copy of fed in a cluster it is no
 // longer placed on: it deletes it, or releases a namespace Fedwarden did not
 // create (see removalOf). done is false when the cluster cannot be reached
-// now.
+// now. failed is scrubbed of the values of fed and of the copy (a Secret's).
 func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
+	sc := a.scrubberOf(fed)
+	defer func() {
+		if failed != nil {
+			*failed = scrubbed(*failed, sc)
+		}
+	}()
 	if fc == nil && a.agent == nil {
 		return true, nil // the cluster left the federation
 	}
@@ -437,6 +451,7 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 		u = got
 	}
 	a.written.forget(name, u)
+	seen(sc, u)
 	if err := a.removeCopy(ctx, member, u); err != nil {
 		res := applyFailed(name, fmt.Errorf("removal pending: %w", err), true)
 		return false, &res

@@ -90,7 +90,7 @@ func (t Type) kindName() string {
 // is written or deleted there because of it; it is retried, as installing
 // the kind or joining the cluster again raises no event Fedwarden sees.
 func refused(cluster string, typ Type, err error, s serving) clusterResult {
-	res := clusterResult{name: cluster, state: typesv1beta1.ApplyFailed, retry: true}
+	res := clusterResult{name: cluster, state: typesv1beta1.ApplyFailed, retry: true, answer: err}
 	kind := fmt.Sprintf("%s (version %s)", typ.kindName(), typ.TargetResource.Version)
 	switch {
 	case s == beingRemoved:

@@ -55,9 +55,9 @@ func answer(err error, what, cluster string) *DryRun {
 	}
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && refusal(status.Status().Code) {
-		return &DryRun{Status: DryRunRefused, Message: err.Error()}
+		return &DryRun{Status: DryRunRefused, Message: err.Error(), answer: err}
 	}
-	return &DryRun{Status: DryRunFailed, Message: fmt.Sprintf("dry run of %s the copy in cluster %s: %v", what, cluster, err)}
+	return &DryRun{Status: DryRunFailed, Message: fmt.Sprintf("dry run of %s the copy in cluster %s: %v", what, cluster, err), answer: err}
 }
 
 // refusal tells whether an HTTP status code is the member saying no to the
