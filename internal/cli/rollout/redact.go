@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 )
 
 // The redaction of a Secret's values in a revision, as `fedwarden diff`
-// redacts them (internal/memberdiff keeps its own unexported): each value
+// redacts them (internal/memberdiff, which reads the values, as this does,
+// with package scrub's Decode and Fields): each value
 // of data and stringData becomes <redacted: N bytes>, N its decoded length,
 // and so do the annotation kubectl.kubernetes.io/last-applied-configuration
 // and any other annotation that holds one of the values (raw or base64, of
@@ -22,10 +25,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // minEmbedded is the length under which a value is not looked for in
 // annotations: any text holds so short a value by chance.
-const minEmbedded = 4
+const minEmbedded = scrub.MinLength
 
 // secretFields are the fields of a Secret that hold its values.
-var secretFields = []string{"data", "stringData"}
+var secretFields = scrub.Fields
 
 // redactRevision replaces, in a revision of a Secret's template and
 // overrides (both changed in place), every value of the Secret by a
@@ -178,20 +181,8 @@ func unescapePointer(token string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(token, "~1", "/"), "~0", "~")
 }
 
-// decode returns the bytes a value of field stands for: base64-decoded in
-// data (as written, if it is not base64), as written in stringData.
-func decode(field string, v any) []byte {
-	s, ok := v.(string)
-	if !ok {
-		s = fmt.Sprint(v)
-	}
-	if field == "data" {
-		if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-			return b
-		}
-	}
-	return []byte(s)
-}
+// decode returns the bytes a value of field stands for (scrub.Decode).
+func decode(field string, v any) []byte { return scrub.Decode(field, v) }
 
 // marker stands for a redacted value of n bytes.
 func marker(n int) string {
