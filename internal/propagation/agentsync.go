@@ -16,6 +16,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/scheduler/plugins/clusteraffinity"
 )
 
 // agentSide is what a Reconciler running in a Pull cluster's agent knows:
@@ -61,6 +62,9 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 	in := newSyncInput(fed, spec, cpv, targetsOf(cpv))
+	if why := placementDisagrees(spec.Placement, r.agent.cluster); why != "" {
+		return r.agentRefuse(ctx, cpv, in, why)
+	}
 	prev, recorded := in.previous[r.agent.cluster]
 	// Without an entry (a first sync, or a CPV rebuilt) no resync was acted
 	// on: the copy is compared, not re-applied.
@@ -74,6 +78,9 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
 	if rev.held != nil {
+		if why := heldDisagrees(*rev.held); why != "" {
+			return r.agentRefuse(ctx, cpv, in, why)
+		}
 		if in, err = heldInput(in, cpv, *rev.held); err != nil {
 			return reconcile.Result{}, reconcile.TerminalError(err)
 		}
@@ -92,6 +99,34 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
 	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+}
+
+// agentRefuse records in the agent's entry of cpv that what cpv tells the
+// agent to apply disagrees with fed (why says how): nothing is written to
+// the cluster until one of them changes.
+func (r *Reconciler) agentRefuse(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, why string) (reconcile.Result, error) {
+	res := clusterResult{name: r.agent.cluster, reason: typesv1beta1.ClusterCPVMismatch, state: typesv1beta1.ApplyFailed,
+		message: fmt.Sprintf("%s: %s; nothing is written to cluster %s", typesv1beta1.ClusterCPVMismatch, why, r.agent.cluster)}
+	if err := r.record.writeAgentResult(ctx, cpv, in, res); err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+}
+
+// placementDisagrees says why the resource's placement p does not place
+// it on cluster, which its CPV places it on, or "" when it may: when p
+// names clusters (spec.placement.clusters) and not this one, or excludes
+// it by name. A clusterSelector is not checked: an agent does not read the
+// FederatedClusters' labels.
+func placementDisagrees(p typesv1beta1.Placement, cluster string) string {
+	byName := typesv1beta1.Placement{Clusters: p.Clusters, ExcludeClusters: p.ExcludeClusters}
+	if byName.Clusters == nil {
+		byName.ClusterSelector = &typesv1beta1.ClusterSelector{} // any cluster: its labels are not known here
+	}
+	if ok, why, err := clusteraffinity.Selects(byName, cluster, nil); !ok && err == nil {
+		return fmt.Sprintf("the ClusterPropagatedVersion places the resource on this cluster, but the resource's placement does not (%s)", why)
+	}
+	return ""
 }
 
 // pullRevision is the revision a Pull cluster's agent applies: the
@@ -133,6 +168,17 @@ func pullRevisionOf(fed *unstructured.Unstructured, spec render.Spec, cpv *types
 	return pullRevision{number: n, held: &pr.Held[j]}, nil
 }
 
+// heldDisagrees says why the content of h, an earlier revision the CPV
+// holds the cluster at, is not the one its key names, or "" when it is
+// (rollout.HeldMatches). Content that cannot be read is heldInput's error.
+func heldDisagrees(h typesv1beta1.HeldRevision) string {
+	rev, err := rollout.FromHeld(h)
+	if err != nil || rollout.HeldMatches(h, rev) {
+		return ""
+	}
+	return fmt.Sprintf("the content of revision %d in the ClusterPropagatedVersion's spec.rollout.held does not have the key recorded for it there", h.Number)
+}
+
 // heldInput is in made for the earlier revision h: its content and
 // versions, with in's resync.
 func heldInput(in *syncInput, cpv *typesv1beta1.ClusterPropagatedVersion, h typesv1beta1.HeldRevision) (*syncInput, error) {
@@ -160,8 +206,9 @@ func targetsOf(cpv *typesv1beta1.ClusterPropagatedVersion) targets {
 	return t
 }
 
-// agentRemove deletes the agent's copy of fed when deleteCopy is set, then
-// the agent's entry of its CPV, which lets the host finish the removal. The
+// agentRemove deletes the agent's copy of fed when deleteCopy is set and
+// the copy is fed's own (ownCopy), then the agent's entry of its CPV,
+// which lets the host finish the removal. The
 // entry is read from cpv, the CPV in the agent's cache, which the host
 // keeps labelled for the cluster while the removal is pending. When the CPV
 // is not there (fed is deleted, and its CPV may be gone or never placed it
@@ -174,7 +221,7 @@ func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstruct
 		return err
 	}
 	if had && deleteCopy {
-		if done, failed := r.apply.deleteCopy(ctx, fed, name, nil); !done {
+		if done, failed := r.apply.deleteCopy(ctx, fed, cpv, name, nil); !done {
 			return fmt.Errorf("deleting the copy of %s %s: %s", r.typ.Federated.Kind, client.ObjectKeyFromObject(fed), failed.message)
 		}
 	}
@@ -183,6 +230,9 @@ func (r *Reconciler) agentRemove(ctx context.Context, fed *unstructured.Unstruct
 	_, recorded := entryOf(cpv, name)
 	if !recorded && (cpv.ResourceVersion != "" || !had) {
 		return nil // nothing reported: nothing to write
+	}
+	if EarlierOwner(cpv, fed) != nil {
+		return nil // an earlier resource's record, not fed's to change
 	}
 	err = r.record.writeAgentEntry(ctx, r.record.key(fed), nil)
 	if apierrors.IsNotFound(err) {

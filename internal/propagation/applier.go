@@ -120,7 +120,7 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 	for i, name := range placed {
 		if fc := set[name]; isPull(fc) && a.agent == nil {
 			prev, recorded := in.previous[name]
-			results[i] = reportedByAgent(name, fc, prev, recorded, in.versionsOf(name))
+			results[i] = scrubbed(reportedByAgent(name, fc, prev, recorded, in.versionsOf(name)), a.scrubberOf(in.fed))
 			continue
 		}
 		wg.Go(func() { results[i] = a.syncTarget(ctx, in, name, set[name]) })
@@ -145,9 +145,29 @@ func (a *applier) removeUnplaced(ctx context.Context, fed *unstructured.Unstruct
 				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", name)})
 			continue
 		}
-		if done, failed := a.deleteCopy(ctx, fed, name, set[name]); !done {
+		if done, failed := a.deleteCopy(ctx, fed, cpv, name, set[name]); !done {
 			pending = append(pending, *failed)
 		}
 	}
 	return pending
+}
+
+// ownLiveCopy returns obj, a managed copy of fed's name in cluster name,
+// when it is fed's own (ownCopy; cpv is fed's CPV), and nil when it is
+// not: it is not fed's to delete. A copy stamped by another resource is
+// read again from the member first, as the informer may not have seen the
+// write with which fed took it over.
+func (a *applier) ownLiveCopy(ctx context.Context, member *clustercache.Member, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, name string, obj *unstructured.Unstructured) (*unstructured.Unstructured, *clusterResult) {
+	if ownCopy(fed, cpv, name, obj) {
+		return obj, nil
+	}
+	live, err := a.liveCopy(ctx, member, obj)
+	if err != nil {
+		res := unreachable(name, "removal pending: "+err.Error())
+		return nil, &res
+	}
+	if live == nil || live.GetLabels()[typesv1beta1.LabelManaged] != "true" || !ownCopy(fed, cpv, name, live) {
+		return nil, nil
+	}
+	return live, nil
 }

@@ -3,7 +3,6 @@ package propagation
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -46,8 +45,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 	return reconcile.Result{}, nil
 }
 
-// deleteAllCopies deletes the copies in every cluster the CPV records or
-// the placement names, and returns the clusters that could not be reached.
+// deleteAllCopies deletes fed's own copies in every cluster its CPV records
+// or its placement names, and returns the clusters that could not be
+// reached.
 func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unstructured) ([]string, error) {
 	set, list, err := r.listClusters(ctx)
 	if err != nil {
@@ -57,22 +57,21 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 	if err := r.client.Get(ctx, r.record.key(fed), cpv); err != nil && !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("reading the ClusterPropagatedVersion: %w", err)
 	}
-	names, known := mayHoldCopies(fed, cpv, list)
+	names, records := mayHoldCopies(fed, cpv, list)
 	var pending []string
-	reported := map[string]bool{}
-	for _, cv := range cpv.Status.ClusterVersions {
-		reported[string(cv.ClusterName)] = true
-	}
 	for _, name := range names {
 		if isPull(set[name]) {
 			// Its agent deletes the copy, then its entry.
-			if reported[name] {
+			if records[name].reported {
 				pending = append(pending, name)
 			}
 			continue
 		}
-		done, failed := r.apply.deleteCopy(ctx, fed, name, set[name])
-		nothingThere := !known[name] && failed != nil && failed.listFailed
+		done, failed := r.apply.deleteCopy(ctx, fed, cpv, name, set[name])
+		// A cluster whose entry records no copy written there, and where
+		// the copies cannot be listed (a kind it does not serve, or no
+		// right to), holds nothing to delete.
+		nothingThere := records[name].reported && !records[name].written && failed != nil && failed.listFailed
 		if !done && !nothingThere {
 			pending = append(pending, name)
 		}
@@ -80,35 +79,13 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 	return pending, nil
 }
 
-// mayHoldCopies returns, sorted, the clusters that may hold a copy of fed:
-// those its CPV records or schedules, and those its placement names.
-// known tells, for each, whether it must be checked even when its copies
-// cannot be listed: a cluster whose CPV entry records no copy written
-// there, and where the copies cannot be listed (a kind it does not serve,
-// or no right to), holds nothing to delete.
-func mayHoldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, joined []corev1beta1.FederatedCluster) ([]string, map[string]bool) {
-	names := []string{}
-	known := map[string]bool{}
-	for _, cv := range cpv.Status.ClusterVersions {
-		names = append(names, string(cv.ClusterName))
-		known[string(cv.ClusterName)] = cv.Version != ""
-	}
-	add := func(name string) {
-		if _, ok := known[name]; !ok {
-			names = append(names, name)
-			known[name] = true // scheduled or placed, not recorded: it may hold one
-		}
-	}
-	for _, pc := range cpv.Spec.Clusters {
-		add(string(pc.Name))
-	}
+// mayHoldCopies returns, sorted, the clusters that may hold a copy of fed,
+// as the one rule for deleting says (placedBy): those its own CPV records
+// or schedules, and those its placement names.
+func mayHoldCopies(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, joined []corev1beta1.FederatedCluster) ([]string, map[string]copyRecord) {
+	var named []string
 	if spec, err := render.ParseSpec(fed); err == nil {
-		if placed, err := place(spec.Placement, joined); err == nil {
-			for _, name := range placed {
-				add(name)
-			}
-		}
+		named, _ = place(spec.Placement, joined)
 	}
-	slices.Sort(names)
-	return slices.Compact(names), known
+	return placedBy(fed, cpv, named)
 }

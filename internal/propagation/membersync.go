@@ -156,7 +156,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 			return refused(name, a.typ, nil, s)
 		}
 	}
-	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true"
+	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true" && !stampedByAnother(in.fed, existing)
 	switch {
 	case in.force:
 	case current:
@@ -218,6 +218,7 @@ func (a *applier) write(ctx context.Context, member *clustercache.Member, in *sy
 	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.Template)
 	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.Override)
 	annotations[typesv1beta1.AnnotationDesiredHash] = hash
+	annotations[typesv1beta1.AnnotationOwnerUID] = string(in.fed.GetUID()) // after hashing: not in hash (see ownCopy)
 	desired.SetAnnotations(annotations)
 	if a.typ.IsNamespace() && existing == nil {
 		if failed := a.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
@@ -394,8 +395,9 @@ func (a *applier) ensureNamespace(ctx context.Context, member *clustercache.Memb
 // deleteCopy removes the managed member copy of fed in a cluster it is no
 // longer placed on: it deletes it, or releases a namespace Fedwarden did not
 // create (see removalOf). done is false when the cluster cannot be reached
-// now. failed is scrubbed of the values of fed and of the copy (a Secret's).
-func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
+// now. A copy that is not fed's own (ownCopy; cpv is fed's CPV) is kept.
+// failed is scrubbed of the values of fed and of the copy (a Secret's).
+func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, name string, fc *corev1beta1.FederatedCluster) (done bool, failed *clusterResult) {
 	sc := a.scrubberOf(fed)
 	defer func() {
 		if failed != nil {
@@ -449,6 +451,9 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 			return false, &res
 		}
 		u = got
+	}
+	if u, failed = a.ownLiveCopy(ctx, member, fed, cpv, name, u); u == nil || failed != nil {
+		return failed == nil, failed
 	}
 	a.written.forget(name, u)
 	seen(sc, u)

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -48,6 +49,73 @@ func labelled(placed []string, removals []typesv1beta1.Removal) []string {
 	return out
 }
 
+// The one rule for deleting copies, in the host and in the agent: a copy
+// is deleted only where the resource itself placed it (placedBy), and
+// only if it is its own (ownCopy). Another resource of the same name, an
+// earlier one whose copies were orphaned, or one whose CPV records other
+// clusters, never deletes a copy it did not write or take over.
+
+// copyRecord is what a resource's own CPV says of one cluster it placed.
+type copyRecord struct {
+	// reported: the CPV has the cluster's entry (for a Pull cluster, its
+	// agent's report that it holds, or may hold, a copy).
+	reported bool
+	// written: that entry records a copy written there.
+	written bool
+}
+
+// placedBy returns, sorted, the clusters where fed itself may have placed
+// a copy, which its deletion deletes: those its own CPV records in its
+// status or schedules in spec.clusters, and those named (the clusters its
+// placement selects, where the caller knows them). A CPV that is missing
+// (one without a resourceVersion), or that an earlier resource of fed's
+// name owns (see EarlierOwner), records nothing of fed's. The record
+// tells, for each cluster, what the CPV's entry says.
+func placedBy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, named []string) ([]string, map[string]copyRecord) {
+	records := map[string]copyRecord{}
+	if cpv.ResourceVersion != "" && EarlierOwner(cpv, fed) == nil {
+		for _, cv := range cpv.Status.ClusterVersions {
+			records[string(cv.ClusterName)] = copyRecord{reported: true, written: cv.Version != ""}
+		}
+		for _, pc := range cpv.Spec.Clusters {
+			if _, ok := records[string(pc.Name)]; !ok {
+				records[string(pc.Name)] = copyRecord{}
+			}
+		}
+	}
+	for _, name := range named {
+		if _, ok := records[name]; !ok {
+			records[name] = copyRecord{}
+		}
+	}
+	return slices.Sorted(maps.Keys(records)), records
+}
+
+// ownCopy tells whether obj, a managed copy of fed's name in cluster, is
+// fed's own: stamped with fed's UID (AnnotationOwnerUID) by the write that
+// made it, or, written before copies were stamped, unstamped and recorded
+// by an entry of fed's own CPV. A copy stamped by another resource (an
+// earlier one of the same name, whose copies were orphaned) is not fed's,
+// whatever the CPV says: fed takes it over by writing it, which stamps it.
+func ownCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, obj *unstructured.Unstructured) bool {
+	switch stamp := obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID]; stamp {
+	case string(fed.GetUID()):
+		return true
+	case "":
+		_, records := placedBy(fed, cpv, nil)
+		return records[cluster].reported
+	}
+	return false
+}
+
+// stampedByAnother tells whether obj, a member copy, was written by
+// another resource than fed: fed's sync writes it even when its content is
+// current, to take it over (ownCopy).
+func stampedByAnother(fed, obj *unstructured.Unstructured) bool {
+	stamp := obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID]
+	return stamp != "" && stamp != string(fed.GetUID())
+}
+
 // agentAction is what a Pull cluster's agent does with one federated
 // resource.
 type agentAction int
@@ -65,14 +133,20 @@ const (
 )
 
 // agentActionFor decides what the agent of cluster does with fed, given
-// the CPV in its cache (one without a resourceVersion when there is none):
-// it deletes the copy only when fed is deleted without orphaning its
-// copies, or when the CPV's spec.removals names the cluster; it syncs when
-// spec.clusters names it; otherwise, and when the CPV is an earlier
-// resource's of its name (see EarlierOwner), it keeps the copy.
+// the CPV in its cache (one without a resourceVersion when there is none).
+// It acts only on the host's instruction, which is fed's own CPV: it syncs
+// when spec.clusters names the cluster; it deletes the copy when the
+// CPV's spec.removals names the cluster, or when fed is deleted without
+// orphaning its copies and placed a copy there (placedBy, as the host's
+// deletion reads it). A deleted fed that placed nothing there (its CPV
+// missing, an earlier resource's, or naming other clusters) releases: the
+// copy, which is not fed's, stays, and only the agent's entry goes.
+// Otherwise, and when the CPV is an earlier resource's of its name (see
+// EarlierOwner), it keeps the copy.
 func agentActionFor(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string) agentAction {
 	if !fed.GetDeletionTimestamp().IsZero() {
-		if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] == "true" {
+		_, records := placedBy(fed, cpv, nil) // an agent is told by the CPV only
+		if _, placed := records[cluster]; !placed || fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] == "true" {
 			return agentRelease
 		}
 		return agentDelete

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -98,8 +99,12 @@ func TestAgentActionFor(t *testing.T) {
 		{"the host tells it to remove: delete", fed(false, nil), cpvWith([]string{"other"}, []string{"edge"}, []string{"edge"}), agentDelete},
 		{"CPV missing (deleted, not created yet): keep", fed(false, nil), missing, agentKeep},
 		{"CPV names other clusters only (hand-edited): keep", fed(false, nil), cpvWith([]string{"other"}, nil, []string{"edge"}), agentKeep},
-		{"resource deleted: delete, even without a CPV", fed(true, nil), missing, agentDelete},
+		{"resource deleted, its CPV missing: keep the copy, which it may never have placed", fed(true, nil), missing, agentRelease},
 		{"resource deleted while placed: delete", fed(true, nil), cpvWith([]string{"edge"}, nil, nil), agentDelete},
+		{"resource deleted, its CPV records the agent's entry: delete", fed(true, nil), cpvWith([]string{"other"}, nil, []string{"edge"}), agentDelete},
+		{"resource deleted, its CPV places it elsewhere: keep the copy", fed(true, nil), cpvWith([]string{"other"}, nil, []string{"other"}), agentRelease},
+		{"resource deleted, the CPV an earlier resource's placing it: keep the copy", fed(true, nil), ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "earlier-uid"), agentRelease},
+		{"resource deleted, its own CPV placing it: delete", fed(true, nil), ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), ""), agentDelete},
 		{"resource deleted, copies orphaned: release", fed(true, orphan), cpvWith([]string{"edge"}, nil, nil), agentRelease},
 		{"orphan annotation on a live resource: sync", fed(false, orphan), cpvWith([]string{"edge"}, nil, nil), agentSync},
 		{"an earlier resource's CPV placing it: keep", fed(false, nil), ownedBy(cpvWith([]string{"edge"}, nil, nil), "earlier-uid"), agentKeep},
@@ -111,6 +116,85 @@ func TestAgentActionFor(t *testing.T) {
 			t.Parallel()
 			if got := agentActionFor(tt.fed, tt.cpv, "edge"); got != tt.want {
 				t.Errorf("agentActionFor = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+// placedBy is the one rule for where a resource's deletion deletes, in the
+// host (with the placement) and in the agent (without).
+func TestPlacedBy(t *testing.T) {
+	t.Parallel()
+	fed := &unstructured.Unstructured{}
+	fed.SetUID("this-uid")
+	written := func(cpv *typesv1beta1.ClusterPropagatedVersion) *typesv1beta1.ClusterPropagatedVersion {
+		for i := range cpv.Status.ClusterVersions {
+			cpv.Status.ClusterVersions[i].Version = "42"
+		}
+		return cpv
+	}
+	tests := []struct {
+		name    string
+		cpv     *typesv1beta1.ClusterPropagatedVersion
+		named   []string
+		want    []string
+		records map[string]copyRecord
+	}{
+		{"a missing CPV: only the placement", &typesv1beta1.ClusterPropagatedVersion{}, []string{"b"}, []string{"b"}, map[string]copyRecord{"b": {}}},
+		{"a missing CPV, no placement: nowhere", &typesv1beta1.ClusterPropagatedVersion{}, nil, []string{}, map[string]copyRecord{}},
+		{"its own CPV: recorded, scheduled and placed", written(ownedBy(cpvWith([]string{"b"}, nil, []string{"a"}), "this-uid")), []string{"c"}, []string{"a", "b", "c"},
+			map[string]copyRecord{"a": {reported: true, written: true}, "b": {}, "c": {}}},
+		{"an entry without a copy written", cpvWith(nil, nil, []string{"a"}), nil, []string{"a"}, map[string]copyRecord{"a": {reported: true}}},
+		{"an earlier resource's CPV records nothing of this one's", written(ownedBy(cpvWith([]string{"a", "b"}, nil, []string{"a", "b"}), "earlier-uid")), nil, []string{}, map[string]copyRecord{}},
+		{"an earlier resource's CPV, this one's placement", ownedBy(cpvWith([]string{"a"}, nil, []string{"a"}), "earlier-uid"), []string{"b"}, []string{"b"}, map[string]copyRecord{"b": {}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, records := placedBy(fed, tt.cpv, tt.named)
+			if !slices.Equal(got, tt.want) || !maps.Equal(records, tt.records) {
+				t.Errorf("placedBy = %v %v, want %v %v", got, records, tt.want, tt.records)
+			}
+		})
+	}
+}
+
+// ownCopy tells a resource's own copy from one an earlier resource of its
+// name left behind.
+func TestOwnCopy(t *testing.T) {
+	t.Parallel()
+	fed := &unstructured.Unstructured{}
+	fed.SetUID("this-uid")
+	stamped := func(uid string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetLabels(map[string]string{typesv1beta1.LabelManaged: "true"})
+		if uid != "" {
+			u.SetAnnotations(map[string]string{typesv1beta1.AnnotationOwnerUID: uid})
+		}
+		return u
+	}
+	recording := ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "this-uid")
+	tests := []struct {
+		name string
+		obj  *unstructured.Unstructured
+		cpv  *typesv1beta1.ClusterPropagatedVersion
+		want bool
+	}{
+		{"stamped by this resource: its own, whatever the CPV", stamped("this-uid"), &typesv1beta1.ClusterPropagatedVersion{}, true},
+		{"stamped by an earlier resource: not its own, though its CPV records it", stamped("earlier-uid"), recording, false},
+		{"unstamped, recorded by its own CPV: its own (written before stamps)", stamped(""), recording, true},
+		{"unstamped, its own CPV does not record the cluster", stamped(""), ownedBy(cpvWith([]string{"edge"}, nil, []string{"other"}), "this-uid"), false},
+		{"unstamped, its CPV missing", stamped(""), &typesv1beta1.ClusterPropagatedVersion{}, false},
+		{"unstamped, recorded by an earlier resource's CPV", stamped(""), ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "earlier-uid"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := ownCopy(fed, tt.cpv, "edge", tt.obj); got != tt.want {
+				t.Errorf("ownCopy = %v, want %v", got, tt.want)
+			}
+			if got, want := stampedByAnother(fed, tt.obj), tt.obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID] == "earlier-uid"; got != want {
+				t.Errorf("stampedByAnother = %v, want %v", got, want)
 			}
 		})
 	}

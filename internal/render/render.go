@@ -129,9 +129,13 @@ func WithOverrides(target Target, fed *unstructured.Unstructured, overrides []ty
 	out.SetLabels(labels)
 	// Only Fedwarden marks a namespace it created, when it creates it: a
 	// template or override that carried the mark would let an adopted
-	// namespace, and what it holds, be deleted with the resource.
+	// namespace, and what it holds, be deleted with the resource. Only a
+	// write stamps a copy with the UID of the resource that wrote it: one
+	// that carried another resource's UID would let that resource's
+	// deletion delete the copy.
 	if annotations := out.GetAnnotations(); annotations != nil {
 		delete(annotations, typesv1beta1.AnnotationCreatedNamespace)
+		delete(annotations, typesv1beta1.AnnotationOwnerUID)
 		out.SetAnnotations(annotations)
 	}
 	return out, nil

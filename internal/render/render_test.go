@@ -143,6 +143,25 @@ func TestRenderNamespaceAndClusterScoped(t *testing.T) {
 
 // A template or override cannot mark a namespace as created by Fedwarden:
 // only a namespace Fedwarden created is deleted with its resource.
+// A template or override cannot forge the stamp of the resource that
+// wrote a copy: it is not rendered, so it is neither written nor hashed
+// nor compared for drift; only a write sets it, to the writer's UID.
+func TestRenderNeverCarriesTheOwnerStamp(t *testing.T) {
+	cm := Target{Kind: schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespaced: true}
+	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedConfigMap, metadata: {name: x, namespace: ns, uid: new-uid},
+  spec: {template: {metadata: {annotations: {fedwarden.io/owner-uid: earlier-uid, team: pay}}, data: {a: b}}}}`)
+	overrides := []typesv1beta1.Override{{Op: "add", Path: "/metadata/annotations/fedwarden.io~1owner-uid", Value: &apiextensionsv1.JSON{Raw: []byte(`"earlier-uid"`)}}}
+	for name, ovs := range map[string][]typesv1beta1.Override{"template": nil, "override": overrides} {
+		obj, err := WithOverrides(cm, fed, ovs)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := obj.GetAnnotations(); got[typesv1beta1.AnnotationOwnerUID] != "" || got["team"] != "pay" {
+			t.Errorf("%s: rendered annotations %v, want team=pay and no %s", name, got, typesv1beta1.AnnotationOwnerUID)
+		}
+	}
+}
+
 func TestRenderNeverCarriesTheCreatedNamespaceMark(t *testing.T) {
 	ns := Target{Kind: schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}}
 	fed := mustDecode(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedNamespace, metadata: {name: payroll, namespace: payroll},

@@ -27,7 +27,8 @@ func Names(ref typesv1beta1.RevisionKey, k Key) bool {
 
 // Held is r as the CPV's spec.rollout.held has it.
 func Held(r Revision) (typesv1beta1.HeldRevision, error) {
-	h := typesv1beta1.HeldRevision{Number: r.Number, TemplateVersion: r.Versions.Template, OverrideVersion: r.Versions.Override}
+	h := typesv1beta1.HeldRevision{Number: r.Number, TemplateVersion: r.Versions.Template, OverrideVersion: r.Versions.Override,
+		TemplateHash: r.Key.Template, OverridesHash: r.Key.Overrides}
 	if r.Template != nil {
 		raw, err := json.Marshal(r.Template)
 		if err != nil {
@@ -61,4 +62,27 @@ func FromHeld(h typesv1beta1.HeldRevision) (Revision, error) {
 		}
 	}
 	return r, nil
+}
+
+// HeldMatches tells whether r, the revision h holds (FromHeld), has the
+// content h's key names, computed as KeyOf computes a resource's. A
+// revision without overrides holds none, whether the resource had an
+// empty list or no list at all: either key names it. A held revision
+// without a key (a CPV written before keys were recorded there) is not
+// checked.
+func HeldMatches(h typesv1beta1.HeldRevision, r Revision) bool {
+	if h.TemplateHash == "" && h.OverridesHash == "" {
+		return true
+	}
+	template := r.Template
+	if template == nil {
+		template = map[string]any{}
+	}
+	if render.ContentHash(template) != h.TemplateHash {
+		return false
+	}
+	if len(r.Overrides) == 0 {
+		return h.OverridesHash == render.ContentHash([]any(nil)) || h.OverridesHash == render.ContentHash([]any{})
+	}
+	return render.ContentHash(r.Overrides) == h.OverridesHash
 }

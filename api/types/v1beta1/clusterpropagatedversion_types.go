@@ -158,6 +158,18 @@ type HeldRevision struct {
 	// +kubebuilder:validation:Schemaless
 	// +optional
 	Overrides *apiextensionsv1.JSON `json:"overrides,omitempty"`
+	// TemplateHash and OverridesHash are the revision's key, as its
+	// ControllerRevision records it: the content hashes of the template
+	// and overrides it was made of. An agent applies the revision only if
+	// its content has this key. Unset in a CPV written before the key was
+	// recorded there, which is not checked.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
+	// OverridesHash: see TemplateHash.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	OverridesHash string `json:"overridesHash,omitempty"`
 }
 
 // RecordedSpread is the spread constraints a decision was made under.

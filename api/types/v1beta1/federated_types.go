@@ -416,6 +416,14 @@ const (
 	// ClusterWaitingForAgent: a Pull cluster whose agent has not reported
 	// the current versions yet (or has stopped renewing its Lease).
 	ClusterWaitingForAgent = "WaitingForAgent"
+	// ClusterCPVMismatch: a Pull cluster's agent found that what the
+	// ClusterPropagatedVersion tells it to apply disagrees with the
+	// federated resource it can read: the resource's spec.placement.clusters
+	// does not name the cluster (or excludeClusters does), or a held
+	// revision's content does not have the key recorded for it. The agent
+	// writes nothing; its CPV entry's state is ApplyFailed and its message
+	// starts with this reason and says what disagreed.
+	ClusterCPVMismatch = "CPVMismatch"
 )
 
 // Labels and annotations of federated resources and their member copies.
@@ -438,6 +446,13 @@ const (
 	// AnnotationDesiredHash on a member copy: the content hash of what was
 	// written, so that unchanged content is never written again.
 	AnnotationDesiredHash = "fedwarden.io/desired-hash"
+	// AnnotationOwnerUID on a member copy: the UID of the federated
+	// resource that wrote it, so that a copy an earlier resource of the
+	// same name left behind (orphaned) is told apart from this one's: a
+	// resource's deletion or removal deletes only its own copies. Every
+	// write sets it; it is not part of the desired hash, and a template or
+	// override cannot set it. Copies written before it existed carry none.
+	AnnotationOwnerUID = "fedwarden.io/owner-uid"
 	// AnnotationCreatedNamespace marks a member Namespace that Fedwarden
 	// created: for a namespaced resource, or for a FederatedNamespace. It
 	// is set once, when the namespace is created, and never by an apply. A
