@@ -217,7 +217,7 @@ func removalOf(typ Type, obj *unstructured.Unstructured) removal {
 // Fedwarden's; releasing an object removes them, and nothing else.
 var releaseMarks = struct{ labels, annotations []string }{
 	labels:      []string{typesv1beta1.LabelManaged},
-	annotations: []string{typesv1beta1.AnnotationTemplateVersion, typesv1beta1.AnnotationOverrideVersion, typesv1beta1.AnnotationDesiredHash},
+	annotations: []string{typesv1beta1.AnnotationTemplateVersion, typesv1beta1.AnnotationOverrideVersion, typesv1beta1.AnnotationDesiredHash, typesv1beta1.AnnotationOwnerUID},
 }
 
 // removeCopy deletes, releases or leaves obj, a managed copy in member,

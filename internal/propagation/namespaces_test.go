@@ -119,7 +119,7 @@ func TestReleasePatchRemovesOnlyFedwardensMarks(t *testing.T) {
 	}
 	m := patch.Metadata
 	labels, annotations := slices.Sorted(maps.Keys(m.Labels)), slices.Sorted(maps.Keys(m.Annotations))
-	wantAnnotations := []string{typesv1beta1.AnnotationDesiredHash, typesv1beta1.AnnotationOverrideVersion, typesv1beta1.AnnotationTemplateVersion}
+	wantAnnotations := []string{typesv1beta1.AnnotationDesiredHash, typesv1beta1.AnnotationOverrideVersion, typesv1beta1.AnnotationOwnerUID, typesv1beta1.AnnotationTemplateVersion}
 	if m.UID != "uid-1" || !slices.Equal(labels, []string{typesv1beta1.LabelManaged}) || !slices.Equal(annotations, wantAnnotations) {
 		t.Errorf("patch %s: uid %q, removes labels %v and annotations %v; want uid-1, %v, %v", raw, m.UID, labels, annotations, typesv1beta1.LabelManaged, wantAnnotations)
 	}
