@@ -34,7 +34,9 @@ func seen(sc *scrub.Scrubber, objects ...*unstructured.Unstructured) {
 // only scrubbed results, and everything that records a cluster's message
 // (the CPV's entry, the resource's status and Propagated condition,
 // Events, notifications, logs, the error an agent returns) reads it from
-// there.
+// there. A Pull cluster's entry, written by its agent, is scrubbed again
+// where the host reads it (syncAll), with the values the host knows: an
+// agent of an earlier version wrote it unscrubbed.
 func scrubbed(res clusterResult, sc *scrub.Scrubber) clusterResult {
 	res.message = sc.Scrub(res.message, res.answer)
 	res.answer = nil
