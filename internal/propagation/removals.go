@@ -16,9 +16,10 @@ import (
 // the CPV labelled for that cluster so that the agent still sees it. The
 // agent deletes its copy, then its entry of status.clusterVersions; the
 // host then drops the removal and the label. An agent deletes only on such
-// an instruction, or when the federated resource itself is deleted: a CPV
-// missing from its cache (deleted, not created yet, or unlabelled by hand)
-// tells it nothing, and it keeps its copy.
+// an instruction, or when the federated resource itself is deleted and its
+// own CPV placed it on the agent's cluster: a CPV missing from its cache
+// (deleted, not created yet, or unlabelled by hand) tells it nothing, and
+// it keeps its copy.
 
 // pullRemovals returns the removals the CPV of a resource placed on placed
 // must record: one per joined Pull cluster that is not placed and whose

@@ -84,7 +84,9 @@ type ClusterPropagatedVersionSpec struct {
 	// pending, so that the agent still sees the CPV; the agent deletes its
 	// copy, then its entry, and the host then drops the removal and the
 	// label. An agent deletes its copy only when told so here, or when the
-	// federated resource is deleted: never because a CPV is missing.
+	// federated resource is deleted and this CPV, its own, places it on or
+	// records the agent's cluster: never because a CPV is missing, and
+	// never a copy another resource wrote (fedwarden.io/owner-uid).
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=1000
