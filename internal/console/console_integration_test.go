@@ -512,11 +512,11 @@ func serviceAccountToken(ctx context.Context, t *testing.T, host client.Client, 
 		t.Fatal(err)
 	}
 	if reader {
-		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "console-test-reader"}, Rules: []rbacv1.PolicyRule{
+		role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: readerBinding(namespace, name)}, Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{"types.kubefed.io"}, Resources: []string{"clusterpropagatedversions", "federateddeployments"}, Verbs: []string{"get", "list", "watch"}},
 			{APIGroups: []string{"core.kubefed.io"}, Resources: []string{"federatedclusters", "federatedtypeconfigs"}, Verbs: []string{"get", "list", "watch"}},
 		}}
-		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "console-test-reader"},
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: readerBinding(namespace, name)},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}}
 		for _, obj := range []client.Object{role, binding} {
@@ -534,4 +534,10 @@ func serviceAccountToken(ctx context.Context, t *testing.T, host client.Client, 
 		t.Fatal(err)
 	}
 	return tr.Status.Token
+}
+
+// readerBinding names the ClusterRole and ClusterRoleBinding that make the
+// ServiceAccount namespace/name a reader.
+func readerBinding(namespace, name string) string {
+	return "console-test-reader-" + namespace + "-" + name
 }

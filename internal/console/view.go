@@ -154,6 +154,8 @@ func (v *view) wait(ctx context.Context, timeout time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-v.ctx.Done(): // stopped: its caches will not list
+			return
 		case <-deadline.C:
 			return
 		case <-tick.C:
