@@ -14,11 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// errRefused: the state holds an object that no handover saves.
-var errRefused = errors.New("refused")
-
-// errDigest: the state is not the one whose digest the admin gave.
-var errDigest = errors.New("not the state the handover saved")
+// errRefused: the state holds an object that no handover saves, or is
+// not the one whose digest the admin gave.
+var errRefused = errors.New("rollback refused")
 
 // RollbackReview is what Rollback would do with the state it finds: each
 // object it would restore, and each it refuses. Rollback writes nothing
@@ -135,11 +133,11 @@ func (r *RollbackReview) CheckDigest(want string) error {
 		return fmt.Errorf("%w: --state-digest is missing: give the digest the handover printed, so that --rollback restores the state that handover saved "+
 			"and nothing that was written in its place; nothing was restored. "+
 			"If you lost it, 'fedwarden migrate kubefed --rollback --dry-run' lists every object of %s and prints its digest: pass that digest only once you have checked each object",
-			errDigest, r.Source)
+			errRefused, r.Source)
 	}
 	if want != r.Digest {
 		return fmt.Errorf("%w: %s has digest %s, not %s: it is not the state that handover saved, or it changed since; nothing was restored. "+
-			"'fedwarden migrate kubefed --rollback --dry-run' lists what it holds", errDigest, r.Source, r.Digest, want)
+			"'fedwarden migrate kubefed --rollback --dry-run' lists what it holds", errRefused, r.Source, r.Digest, want)
 	}
 	return nil
 }

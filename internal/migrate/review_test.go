@@ -121,7 +121,7 @@ func TestCheckDigest(t *testing.T) {
 		t.Errorf("CheckDigest(its own digest) = %v", err)
 	}
 	for _, d := range []string{"", digest([]byte(`{"replicas":1}`))} {
-		if err := r.CheckDigest(d); !errors.Is(err, errDigest) || !strings.Contains(err.Error(), "nothing was restored") {
+		if err := r.CheckDigest(d); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "nothing was restored") {
 			t.Errorf("CheckDigest(%q) = %v, want a refusal", d, err)
 		}
 	}

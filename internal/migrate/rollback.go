@@ -182,7 +182,9 @@ func (h *Host) restoreTypeConfigs(ctx context.Context, st *state) error {
 			return fmt.Errorf("restoring FederatedTypeConfig %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
 	}
-	h.progress("restored KubeFed's %d FederatedTypeConfigs", len(st.TypeConfigs))
+	if len(st.TypeConfigs) > 0 {
+		h.progress("restored KubeFed's %d FederatedTypeConfigs", len(st.TypeConfigs))
+	}
 	return nil
 }
 

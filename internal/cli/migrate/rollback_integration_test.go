@@ -23,11 +23,14 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	migratecli "github.com/fedwarden/fedwarden/internal/cli/migrate"
 	"github.com/fedwarden/fedwarden/internal/localfed"
-	"github.com/fedwarden/fedwarden/internal/migrate"
 )
 
 // controlPlane is KubeFed's namespace, where the handover keeps its state.
 const controlPlane = "kube-federation-system"
+
+// stateName names the Secret in which the handover keeps its state, and
+// the ConfigMap in which an earlier Fedwarden kept it.
+const stateName = "fedwarden-migrate-kubefed"
 
 // stateWriter is a ServiceAccount of the control-plane namespace that may
 // write ConfigMaps there, and nothing else: as KubeFed's controller-manager
@@ -48,9 +51,9 @@ func TestRollbackRefusesWhatTheHandoverDidNotSave(t *testing.T) {
 	defer cancel()
 	tb := newRollbackBed(ctx, t)
 
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: migrate.StateSecret}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: stateName}}
 	if err := tb.writer.Create(ctx, secret); !apierrors.IsForbidden(err) {
-		t.Fatalf("the ConfigMap writer creating Secret %s/%s: %v, want Forbidden", controlPlane, migrate.StateSecret, err)
+		t.Fatalf("the ConfigMap writer creating Secret %s/%s: %v, want Forbidden", controlPlane, stateName, err)
 	}
 
 	const binding = "state-writer-is-admin"
@@ -84,7 +87,7 @@ func TestRollbackRefusesWhatTheHandoverDidNotSave(t *testing.T) {
 	}
 	tb.checkNotAdmin(ctx, t, binding)
 	cm := &corev1.ConfigMap{}
-	if err := tb.admin.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: migrate.LegacyStateConfigMap}, cm); err != nil {
+	if err := tb.admin.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: stateName}, cm); err != nil {
 		t.Errorf("the refused state is gone, which the admin needs to see who wrote it: %v", err)
 	}
 }
@@ -128,7 +131,7 @@ func TestRollbackNeedsTheHandoversDigest(t *testing.T) {
 
 	stdout, stderr, code := tb.rollback("--rollback", "--dry-run")
 	t.Logf("migrate kubefed --rollback --dry-run:\n%s%s", stdout, stderr)
-	for _, want := range []string{"ConfigMap " + controlPlane + "/" + migrate.LegacyStateConfigMap, "anyone who may write ConfigMaps",
+	for _, want := range []string{"ConfigMap " + controlPlane + "/" + stateName, "anyone who may write ConfigMaps",
 		"restore", "MutatingWebhookConfiguration " + name, "URL " + url} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--rollback --dry-run does not print %q:\n%s", want, stdout)
@@ -146,7 +149,7 @@ func TestRollbackNeedsTheHandoversDigest(t *testing.T) {
 	}
 	tb.checkWebhook(ctx, t, name, true)
 	cm := &corev1.ConfigMap{}
-	if err := tb.admin.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: migrate.LegacyStateConfigMap}, cm); !apierrors.IsNotFound(err) {
+	if err := tb.admin.Get(ctx, client.ObjectKey{Namespace: controlPlane, Name: stateName}, cm); !apierrors.IsNotFound(err) {
 		t.Errorf("the state's ConfigMap after the rollback: %v, want it deleted", err)
 	}
 }
@@ -211,7 +214,7 @@ func (tb *rollbackBed) writeLegacyState(ctx context.Context, t *testing.T, st ma
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: migrate.LegacyStateConfigMap},
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: controlPlane, Name: stateName},
 		BinaryData: map[string][]byte{"state.json.gz": buf.Bytes()}}
 	if err := tb.writer.Create(ctx, cm); err != nil {
 		t.Fatalf("the ConfigMap writer saving a state: %v", err)
