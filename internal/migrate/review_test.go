@@ -151,3 +151,18 @@ func gzipped(t *testing.T, s string) []byte {
 	}
 	return buf.Bytes()
 }
+
+// A handover that finds a state says how to check it, and does not send
+// the admin to roll back a state that may not be theirs.
+func TestStateExistsSaysHowToCheck(t *testing.T) {
+	t.Parallel()
+	msg := stateExistsError("ConfigMap ns/fedwarden-migrate-kubefed").Error()
+	for _, want := range []string{"--rollback --dry-run", "its digest is the one that handover printed", "--rollback --state-digest DIGEST", "if it is not, delete it"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the message %q does not say %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "run 'fedwarden migrate kubefed --rollback' to put KubeFed back first") {
+		t.Errorf("the message %q sends the admin to roll back a state it did not check", msg)
+	}
+}
