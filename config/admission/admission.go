@@ -25,6 +25,10 @@ const (
 	// ClusterSelectorPolicy refuses a spec.placement.clusterSelector whose
 	// label keys or values do not parse.
 	ClusterSelectorPolicy = "fedwarden-cluster-selector"
+	// CPVSpecPolicy refuses a ClusterPropagatedVersion created, or its
+	// spec changed, by anyone but a subject of the ClusterRoleBinding
+	// CPVSpecWriter.
+	CPVSpecPolicy = "fedwarden-cpv-spec"
 	// FederatedNamespaceNamePolicy refuses a FederatedNamespace that is not
 	// named after the namespace it is in.
 	FederatedNamespaceNamePolicy = "fedwarden-federatednamespace-name"

@@ -28,7 +28,7 @@ func TestObjects(t *testing.T) {
 	}
 	// localfed waits until the first and the last are enforced, and
 	// relies on the others being loaded with them.
-	want := []string{ClusterSelectorPolicy, FederatedNamespaceNamePolicy, FederatedSecretRolloutPolicy, ResyncAnnotationPolicy}
+	want := []string{ClusterSelectorPolicy, CPVSpecPolicy, FederatedNamespaceNamePolicy, FederatedSecretRolloutPolicy, ResyncAnnotationPolicy}
 	if !slices.Equal(names, want) {
 		t.Errorf("policies %v, want %v in this order", names, want)
 	}
@@ -41,13 +41,32 @@ func TestObjects(t *testing.T) {
 		if !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
 			t.Errorf("binding %s has validationActions %v, want [Deny]", b.Name, b.Spec.ValidationActions)
 		}
-		if b.Spec.ParamRef != nil || b.Spec.MatchResources != nil {
-			t.Errorf("binding %s narrows or parameterises its policy; the policy alone says what it matches", b.Name)
+		if b.Spec.MatchResources != nil {
+			t.Errorf("binding %s narrows its policy; the policy alone says what it matches", b.Name)
 		}
+		checkParamRef(t, b)
 		checkLabels(t, b.Name, b.Labels)
 	}
 	if !slices.Equal(bound, want) {
 		t.Errorf("bindings bind %v, want exactly one per policy: %v", bound, want)
+	}
+}
+
+// checkParamRef checks that only CPVSpecPolicy has a parameter: the
+// ClusterRoleBinding CPVSpecWriter, without which it is not enforced (the
+// installs that run the controller-manager by hand must keep working).
+func checkParamRef(t *testing.T, b *admissionregistrationv1.ValidatingAdmissionPolicyBinding) {
+	t.Helper()
+	if b.Spec.PolicyName != CPVSpecPolicy {
+		if b.Spec.ParamRef != nil {
+			t.Errorf("binding %s parameterises its policy", b.Name)
+		}
+		return
+	}
+	allow := admissionregistrationv1.AllowAction
+	if r := b.Spec.ParamRef; r == nil || r.Name != CPVSpecWriter || r.Namespace != "" || r.Selector != nil ||
+		r.ParameterNotFoundAction == nil || *r.ParameterNotFoundAction != allow {
+		t.Errorf("binding %s has paramRef %+v, want the ClusterRoleBinding %s, allowing without it", b.Name, r, CPVSpecWriter)
 	}
 }
 

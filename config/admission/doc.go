@@ -5,8 +5,11 @@
 // Helm chart, whose copy `make generate` refreshes.
 //
 // The policies check, in CEL inside the API server, what CRD validation
-// cannot afford or cannot see: that the label keys and values of a
-// placement's clusterSelector parse, that a FederatedNamespace is named after
-// its own namespace, and that the kubefed.io/resync annotation fits in the
-// ClusterPropagatedVersion that records it.
+// and RBAC cannot afford or cannot see: that the label keys and values of a
+// placement's clusterSelector parse, that only the controller-manager (the
+// subjects of the ClusterRoleBinding CPVSpecWriter) writes a
+// ClusterPropagatedVersion's spec, that a FederatedNamespace is named after
+// its own namespace, that a FederatedSecret is not rolled out in waves, and
+// that the kubefed.io/resync annotation fits in the ClusterPropagatedVersion
+// that records it.
 package admission

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,6 +33,9 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, timeout tim
 	if err != nil {
 		return fmt.Errorf("installing admission policies: %w", err)
 	}
+	if err := installCPVSpecWriter(ctx, client); err != nil {
+		return fmt.Errorf("installing admission policies: %w", err)
+	}
 	api := client.AdmissionregistrationV1()
 	for _, p := range set.Policies {
 		if err := apply(ctx, api.ValidatingAdmissionPolicies(), p); err != nil {
@@ -51,6 +55,69 @@ func installAdmissionPolicies(ctx context.Context, cfg *rest.Config, timeout tim
 		if err := waitEnforced(ctx, dyn, p, timeout); err != nil {
 			return fmt.Errorf("installing admission policies: waiting until %s is enforced: %w", p.policy, err)
 		}
+	}
+	if err := waitCPVSpecEnforced(ctx, cfg, timeout); err != nil {
+		return fmt.Errorf("installing admission policies: waiting until %s is enforced: %w", admission.CPVSpecPolicy, err)
+	}
+	return nil
+}
+
+// installCPVSpecWriter grants the ClusterRole admission.CPVSpecWriter to
+// the identity the controller-manager runs as here: the admin user, whose
+// credentials `fedwarden up` and the test beds give it. The policy
+// admission.CPVSpecPolicy takes that binding's subjects as the only
+// identity that may write a ClusterPropagatedVersion's spec.
+func installCPVSpecWriter(ctx context.Context, client kubernetes.Interface) error {
+	rbac := client.RbacV1()
+	role := admission.CPVSpecWriterRole()
+	if err := apply(ctx, rbac.ClusterRoles(), role); err != nil {
+		return fmt.Errorf("installing ClusterRole %s: %w", role.Name, err)
+	}
+	binding := admission.CPVSpecWriterBinding(rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: adminUser})
+	if err := apply(ctx, rbac.ClusterRoleBindings(), binding); err != nil {
+		return fmt.Errorf("installing ClusterRoleBinding %s: %w", binding.Name, err)
+	}
+	return nil
+}
+
+// cpvProbeUser is the user the CPV probe impersonates: not the
+// controller-manager's identity, but in system:masters, so that RBAC lets
+// it through to admission.
+const cpvProbeUser = "fedwarden-admission-probe"
+
+// waitCPVSpecEnforced creates a ClusterPropagatedVersion with dryRun, as
+// cpvProbeUser, until the API server refuses it with the policy's own
+// message: then the policy is loaded with its parameter, and the
+// controller-manager's writes are admitted (before, a write may be refused
+// for want of the parameter).
+func waitCPVSpecEnforced(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	probeCfg := rest.CopyConfig(cfg)
+	probeCfg.Impersonate = rest.ImpersonationConfig{UserName: cpvProbeUser, Groups: []string{"system:masters"}}
+	dyn, err := dynamic.NewForConfig(probeCfg)
+	if err != nil {
+		return err
+	}
+	cpv := &unstructured.Unstructured{}
+	cpv.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("ClusterPropagatedVersion"))
+	cpv.SetNamespace(probeNamespace)
+	cpv.SetName("fedwarden-admission-probe")
+	cpv.Object["spec"] = map[string]any{"template": "probe"}
+	api := dyn.Resource(typesv1beta1.GroupVersion.WithResource("clusterpropagatedversions")).Namespace(probeNamespace)
+	last := "no answer yet"
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		_, err := api.Create(ctx, cpv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		switch {
+		case err == nil:
+			last = "the probe was admitted"
+		case strings.Contains(err.Error(), cpvProbeUser+" may not"):
+			return true, nil
+		default:
+			last = err.Error()
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last answer: %s)", err, last)
 	}
 	return nil
 }

@@ -2,9 +2,14 @@
 // machine: one etcd, a host kube-apiserver and any number of member
 // kube-apiservers, each with its kube-controller-manager, all real
 // processes, with Fedwarden's CRDs and admission policies installed into the
-// host (and the policies enforced before Start returns). The
-// kube-apiservers listen on 127.0.0.1; etcd listens only on unix sockets in
-// the federation's private directory.
+// host (and the policies enforced before Start returns). The admin user of
+// the host, whose credentials run Fedwarden's controller-manager in every
+// bed and in `fedwarden up`, is its identity: the subject of the
+// ClusterRoleBinding fedwarden-cpv-spec-writer, the only one the policy
+// fedwarden-cpv-spec lets write a ClusterPropagatedVersion's spec (a test
+// that runs the controller-manager as another user adds that user there).
+// The kube-apiservers listen on 127.0.0.1; etcd listens only on unix
+// sockets in the federation's private directory.
 //
 // It is the test bed of every integration and end-to-end test.
 //

@@ -457,7 +457,7 @@ func TestRBAC(t *testing.T) {
 	var role rbacv1.Role
 	find(t, objs, "Role", &role)
 	var crb rbacv1.ClusterRoleBinding
-	find(t, objs, "ClusterRoleBinding", &crb)
+	findNamed(t, objs, "ClusterRoleBinding", "fedwarden-controller-manager", &crb)
 	var rb rbacv1.RoleBinding
 	find(t, objs, "RoleBinding", &rb)
 	var sa corev1.ServiceAccount
