@@ -231,11 +231,12 @@ func (v *view) confirmedWithin(d time.Duration) bool {
 	return time.Since(time.Unix(0, v.confirmedAt.Load())) < d
 }
 
-// recheckWhileStreaming rechecks the identity every interval while a page
-// of it holds a stream open (a stream makes no request that would), until
-// the view stops; it calls drop when the host refuses the identity.
+// recheckWhileStreaming rechecks the identity as recheck does, looking a
+// quarter of the interval after it is due at the latest, while a page of
+// it holds a stream open (a stream makes no request that would), until the
+// view stops; it calls drop when the host refuses the identity.
 func (v *view) recheckWhileStreaming(every, timeout time.Duration, drop func(*view)) {
-	t := time.NewTicker(every)
+	t := time.NewTicker(max(every/4, time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
