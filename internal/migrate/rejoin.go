@@ -88,6 +88,12 @@ func (p *Plan) planRejoin() {
 			on = strings.Join(rs, ", ") + " (--resources)"
 		}
 		rights := "get, list, watch, create, update, patch, delete on " + on + ", no subresources, no impersonate, bind or escalate, nothing bound to cluster-admin"
+		if len(r.spec.Resources) == 0 {
+			// Write on every kind includes Pods, Secrets and RoleBindings:
+			// say what that amounts to, and the narrower path.
+			rights += "; writing every kind (Pods, Secrets, RoleBindings) is close to cluster-admin in effect: " +
+				"--resources with only the enabled kinds is the least-privilege choice"
+		}
 		if r.spec.PropagateRBAC {
 			rights = "get, list, watch, create, update, patch, delete on " + on + ", no subresources, and, as `fedwarden join --propagate-rbac`, " +
 				"bind and escalate on roles and clusterroles, which amounts to cluster-admin"
