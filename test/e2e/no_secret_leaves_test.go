@@ -2,14 +2,26 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 
 	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/leakscan"
@@ -109,5 +121,156 @@ func TestNoSecretLeavesScanSeesAPlantedSecret(t *testing.T) {
 	})
 	eventually(t, time.Minute, "the leak scan to see the Secret and the Event", func(context.Context) (bool, string) {
 		return leaks.Sees(canary), "not seen"
+	})
+}
+
+// Case 2 of issue 28, no secret leaves through a member's refusal: the
+// second member runs a password-strength ValidatingAdmissionPolicy whose
+// messageExpression quotes the Secret's value as the policy sees it
+// (base64), whole and its first 12 characters (as Kyverno's and
+// Gatekeeper's messages often do). A FederatedSecret
+// placed on both members is written to the first and refused by the
+// second. The CPV's entry of the second, the FederatedSecret's
+// status.clusters message and Propagated condition, and the Warning Event
+// say that the member refused it, by the policy's name, reason and code,
+// and hold no part of the value. The whole-run scan (checkNoSecretLeaves)
+// looks for the value in every log, Event and status too. TestPullMode
+// checks the same of a Pull cluster, whose agent syncs it.
+func TestAMembersRefusalQuotingASecretLeavesNoValue(t *testing.T) {
+	skipInShortMode(t)
+	t.Parallel()
+	enableSecrets(t)
+	host := hostClient(t)
+	ns := testNamespace(t, host)
+	checkRefusalQuotingASecret(t, host, memberClient(t, 1), ns, fed.Members[0].Name, fed.Members[1].Name, true)
+}
+
+// checkRefusalQuotingASecret is TestAMembersRefusalQuotingASecretLeavesNoValue
+// in namespace ns of a test bed whose host is host: cluster ok takes the
+// Secret, cluster refuser (refuserClient, as its admin) refuses it. event
+// tells whether the refusal is to be seen in an Event of the host.
+func checkRefusalQuotingASecret(t *testing.T, host, refuserClient client.Client, ns, ok, refuser string, event bool) {
+	t.Helper()
+	password := randomValue(t)
+	leaks.AddSecret(fmt.Sprintf("FederatedSecret %s/db key password", ns), []byte(password))
+	b64 := base64.StdEncoding.EncodeToString([]byte(password))
+
+	name := "e2e-password-strength-" + ns
+	policy, binding := fedtest.RefusingPolicy(name, ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+	}, "!has(object.data) || !('password' in object.data)", "the password is too weak")
+	policy.Spec.Validations[0].MessageExpression = "'the password ' + string(object.data.password) + ' (starting ' + " +
+		"string(object.data.password).substring(0, 12) + ') is too weak'"
+	t.Cleanup(func() {
+		_ = refuserClient.Delete(context.Background(), binding)
+		_ = refuserClient.Delete(context.Background(), policy)
+	})
+	// The probe below needs the namespace in the member; Fedwarden writes
+	// the copy into it as it finds it.
+	if err := refuserClient.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	createObject(t, refuserClient, policy)
+	createObject(t, refuserClient, binding)
+	// The member enforces a policy a moment after it is stored; a dry run
+	// shows it quotes the value (as the policy sees it: decoded, or base64
+	// if CEL sees the bytes as a string), which Fedwarden must not record.
+	eventually(t, 30*time.Second, "the member's policy to refuse a Secret quoting its value", func(ctx context.Context) (bool, string) {
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Data: map[string][]byte{"password": []byte(password)}}
+		err := refuserClient.Create(ctx, probe, client.DryRunAll)
+		return err != nil && (strings.Contains(err.Error(), password) || strings.Contains(err.Error(), b64)), fmt.Sprint(err)
+	})
+
+	createObject(t, host, decode(t, fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedSecret
+metadata: {name: db, namespace: %s}
+spec:
+  template:
+    type: Opaque
+    data: {password: %s}
+  placement: {clusters: [{name: %s}, {name: %s}]}
+`, ns, b64, ok, refuser)))
+	refusal := "ValidatingAdmissionPolicy '" + name + "'"
+	const why = "reason Invalid, code 422"
+	waitForOutcome(t, host, "FederatedSecret", ns, "db", metav1.ConditionFalse, typesv1beta1.ReasonPropagationFailed, map[string]clusterOutcome{
+		ok:      {reason: typesv1beta1.ClusterPropagated},
+		refuser: {reason: typesv1beta1.ClusterApplyFailed, message: refusal},
+	})
+	if event {
+		waitForEvent(t, host, ns, "db", typesv1beta1.ClusterApplyFailed, "cluster "+refuser, refusal, why)
+	}
+	entry := waitForEntry(t, host, ns, "secret-db", refuser, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.ApplyFailed })
+
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("types.kubefed.io/v1beta1")
+	obj.SetKind("FederatedSecret")
+	if err := host.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "db"}, obj); err != nil {
+		t.Fatal(err)
+	}
+	var st typesv1beta1.FederatedStatus
+	raw, _, _ := unstructured.NestedMap(obj.Object, "status")
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	texts := map[string]string{"the CPV's entry of " + refuser: entry.Message}
+	for _, cl := range st.Clusters {
+		texts["the FederatedSecret's status.clusters["+string(cl.Name)+"]"] = cl.Message
+	}
+	if c := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedPropagated); c != nil {
+		texts["the FederatedSecret's Propagated condition"] = c.Message
+	}
+	// A Pull cluster's agent records its Events in the control-plane
+	// namespace.
+	for _, where := range []string{ns, corev1beta1.DefaultFederationNamespace} {
+		for i, e := range eventsOf(t, host, where, "db") {
+			texts[fmt.Sprintf("Event %d of the FederatedSecret in %s", i, where)] = e
+		}
+	}
+	// The forms of the value looked for, longest first; a failure prints
+	// the text with each replaced by its name, never the value.
+	forms := [][2]string{{"its base64", b64}, {"the value", password}, {"the first 12 bytes of its base64", b64[:12]}, {"its first 12 bytes", password[:12]}}
+	hide := func(text string) string {
+		for _, f := range forms {
+			text = strings.ReplaceAll(text, f[1], "<"+f[0]+">")
+		}
+		return text
+	}
+	for where, text := range texts {
+		for _, f := range forms {
+			if strings.Contains(text, f[1]) {
+				t.Errorf("%s holds %s of the Secret: %q", where, f[0], hide(text))
+			}
+		}
+	}
+	for where, text := range map[string]string{"the CPV's entry": entry.Message, "the Propagated condition": texts["the FederatedSecret's Propagated condition"]} {
+		if !strings.Contains(text, refusal) || !strings.Contains(text, why) {
+			t.Errorf("%s does not say who refused the Secret and why (%s; %s): %q", where, refusal, why, hide(text))
+		}
+	}
+}
+
+// checkPullRefusalQuotingASecret is checkRefusalQuotingASecret with the
+// Pull cluster of b refusing: its agent syncs the Secret and writes the
+// CPV entry. The FederatedSecret is deleted after, so that the later
+// subtests of TestPullMode see no Secret's writes.
+func checkPullRefusalQuotingASecret(t *testing.T, b *pullBed, ns string) {
+	t.Helper()
+	if r := runFedwarden(t, "enable", "secrets", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
+		t.Fatalf("fedwarden enable secrets:\n%s", r)
+	}
+	checkRefusalQuotingASecret(t, b.host, newClient(t, b.pull.Config), ns, b.push.Name, b.pull.Name, false)
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("types.kubefed.io/v1beta1")
+	obj.SetKind("FederatedSecret")
+	obj.SetNamespace(ns)
+	obj.SetName("db")
+	if err := b.host.Delete(t.Context(), obj); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settleWithin, "the FederatedSecret to be deleted", func(ctx context.Context) (bool, string) {
+		err := b.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, obj)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }

@@ -400,6 +400,10 @@ func TestPullMode(t *testing.T) {
 		}
 	})
 
+	t.Run("a refusal quoting a Secret leaves no value", func(t *testing.T) {
+		checkPullRefusalQuotingASecret(t, b, ns)
+	})
+
 	t.Run("host down: the member is kept and healed, and reported after", func(t *testing.T) {
 		if err := b.Host.Stop(t.Context()); err != nil {
 			t.Fatal(err)
