@@ -110,6 +110,7 @@ func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: restrictedUser},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: restrictedUser}},
 	})
+	allowCPVSpecWrites(t, host, rbacv1.Subject{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: restrictedUser})
 	cfg, err := f.Host.ConfigForUser(restrictedUser)
 	if err != nil {
 		t.Fatal(err)
