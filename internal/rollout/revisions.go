@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -60,18 +61,43 @@ func KeyOf(fed *unstructured.Unstructured) Key {
 }
 
 // RevisionName is the ControllerRevision name of fed's content with key
-// k: <kind>-<name>-<hash>, lower-case.
+// k: <kind>-<name>-<hash>, lower-case, with the name shortened (see
+// shortened) where the whole would be longer than an object name may be.
 func RevisionName(fed *unstructured.Unstructured, k Key) string {
 	h := render.ContentHash(k)[:10]
-	return fmt.Sprintf("%s-%s-%s", strings.ToLower(fed.GetKind()), fed.GetName(), h)
+	kind := strings.ToLower(fed.GetKind())
+	name := shortened(fed.GetName(), validation.DNS1123SubdomainMaxLength-len(kind)-len(h)-2)
+	return fmt.Sprintf("%s-%s-%s", kind, name, h)
+}
+
+// revisionLabels are the labels that find fed's revisions: its kind, and
+// its name, shortened (see shortened) where it is longer than a label
+// value may be, so that a resource of any name can roll out in waves.
+func revisionLabels(fed *unstructured.Unstructured) map[string]string {
+	return map[string]string{
+		typesv1beta1.LabelRevisionOf:   shortened(fed.GetName(), validation.LabelValueMaxLength),
+		typesv1beta1.LabelRevisionKind: strings.ToLower(fed.GetKind()),
+	}
+}
+
+// shortened returns name as it is when it has at most max characters, else
+// its beginning and a hash of the whole, max characters in all: two long
+// names differ in it however alike their beginnings. A resource's name is
+// a DNS subdomain (lower-case letters, digits, '-' and '.'), so the result
+// is one too, and a label value.
+func shortened(name string, max int) string {
+	if len(name) <= max {
+		return name
+	}
+	h := render.ContentHash(name)[:10]
+	prefix := strings.TrimRight(name[:max-len(h)-1], "-.")
+	return prefix + "-" + h
 }
 
 // List returns fed's revisions in namespace, oldest first.
 func (s *Store) List(ctx context.Context, fed *unstructured.Unstructured, namespace string) ([]Revision, error) {
 	list := &appsv1.ControllerRevisionList{}
-	err := s.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{
-		typesv1beta1.LabelRevisionOf: fed.GetName(), typesv1beta1.LabelRevisionKind: strings.ToLower(fed.GetKind()),
-	})
+	err := s.Reader.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels(revisionLabels(fed)))
 	if err != nil {
 		return nil, fmt.Errorf("listing the revisions of %s %s: %w", fed.GetKind(), client.ObjectKeyFromObject(fed), err)
 	}
@@ -157,7 +183,7 @@ func (s *Store) Ensure(ctx context.Context, fed *unstructured.Unstructured, name
 	cr := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: RevisionName(fed, k), Namespace: namespace,
-			Labels: map[string]string{typesv1beta1.LabelRevisionOf: fed.GetName(), typesv1beta1.LabelRevisionKind: strings.ToLower(fed.GetKind())},
+			Labels: revisionLabels(fed),
 			Annotations: map[string]string{
 				typesv1beta1.AnnotationTemplateVersion: string(v.Template), typesv1beta1.AnnotationOverrideVersion: string(v.Override),
 				annotationTemplateHash: k.Template, annotationOverridesHash: k.Overrides,

@@ -430,6 +430,43 @@ spec:
 			}
 		}
 	})
+
+	t.Run("a resource whose name is longer than a label value rolls out in waves", func(t *testing.T) {
+		// A ControllerRevision's labels name the resource; a label value
+		// has at most 63 characters, and the API server refused every
+		// revision of a longer name, so that it never rolled out.
+		long := "web-" + strings.Repeat("long", 16) + "-name" // 73 characters
+		createObject(t, b.host, decode(t, fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: %s, namespace: %s}
+spec:
+  template:
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: long}}
+      template:
+        metadata: {labels: {app: long}}
+        spec:
+          nodeName: %s
+          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
+  placement: {clusters: [{name: wave1-a}, {name: wave1-b}, {name: wave2-a}, {name: wave2-b}]}
+  rollout:
+    strategy: Waves
+    progressDeadlineSeconds: 120
+    waves:
+    - {name: first, clusters: [wave1-a, wave1-b], bakeSeconds: 5}
+    - {name: second, clusters: [wave2-a, wave2-b]}
+`, long, ns, fedtest.KWOKNodeName)))
+		b.waitForImages(t, ns, long, "nginx:1.27", "nginx:1.27")
+		b.waitRolledOut(t, ns, long)
+		b.setImage(t, ns, long, "nginx:1.28")
+		b.waitForImages(t, ns, long, "nginx:1.28", "nginx:1.27")
+		b.waitForImages(t, ns, long, "nginx:1.28", "nginx:1.28")
+		if st := b.waitRolledOut(t, ns, long); st.Revision != 2 || st.FromRevision != 1 {
+			t.Errorf("rollout status %+v; want revision 2 from revision 1", st)
+		}
+	})
 }
 
 // undo runs fedwarden rollout undo as its help tells a user to: again

@@ -181,8 +181,10 @@ const (
 	AnnotationChangeCause = "kubernetes.io/change-cause"
 
 	// LabelRevisionOf labels a ControllerRevision with the name of the
-	// federated resource it is a revision of, and LabelRevisionKind with
-	// its kind, lower-case (federateddeployment). A revision's data is
+	// federated resource it is a revision of (a name over 63 characters,
+	// longer than a label value may be, as its first 52 and a hash of the
+	// whole), and LabelRevisionKind with its kind, lower-case
+	// (federateddeployment). A revision's data is
 	// {"template": spec.template, "overrides": spec.overrides}; its
 	// annotations AnnotationTemplateVersion and AnnotationOverrideVersion
 	// hold the versions the CPV gave that content, and
