@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/inprocess"
@@ -63,4 +66,44 @@ func TestADeletedResourceNeverDeletesAnOrphanedCopyItNeverWrote(t *testing.T) {
 	}
 	tb.waitForAbsent(t, tb.Host, later, "the host")
 	checkUntouched(t, tb, member1, orphaned)
+}
+
+// TestACopyWrittenBeforeTheOwnerStampIsNeitherRewrittenNorKept stands for
+// an upgrade: a copy without fedwarden.io/owner-uid, as the releases
+// before it wrote, is current as it is (the stamp is not in the desired
+// hash, and its absence is no drift), so the member event that reveals it
+// writes nothing; and, recorded by its resource's CPV, it is that
+// resource's own: deleting the resource deletes it.
+func TestACopyWrittenBeforeTheOwnerStampIsNeitherRewrittenNorKept(t *testing.T) {
+	tb := testBed(t)
+	t.Parallel()
+	ns := tb.Namespace(t, "pre-stamp")
+	fd := federatedDeployment(t, ns, "web", "nginx:1.27", []string{member1}, nil)
+	tb.create(t, fd)
+	tb.waitForCPV(t, ns, "web", "1", "1", member1)
+	d := tb.deployment(t, member1, ns, "web")
+	unstamp := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, typesv1beta1.AnnotationOwnerUID)
+	if err := tb.Members[member1].Patch(t.Context(), d, client.RawPatch(types.MergePatchType, []byte(unstamp))); err != nil {
+		t.Fatal(err)
+	}
+	if _, stamped := d.Annotations[typesv1beta1.AnnotationOwnerUID]; stamped {
+		t.Fatalf("the copy still carries %s after the patch", typesv1beta1.AnnotationOwnerUID)
+	}
+	// The patch is a member event: the resource is synced at once. Watch
+	// for a write for a while after.
+	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(250 * time.Millisecond) {
+		checkUntouched(t, tb, member1, d)
+		if t.Failed() {
+			t.FailNow()
+		}
+	}
+	cpv := mustCPV(t, tb, ns, "web")
+	if len(cpv.Status.ClusterVersions) != 1 || cpv.Status.ClusterVersions[0].State != typesv1beta1.InSync {
+		t.Errorf("the CPV's entries %+v, want %s InSync (an unstamped copy is no drift)", cpv.Status.ClusterVersions, member1)
+	}
+	if err := tb.Host.Delete(t.Context(), fd); err != nil {
+		t.Fatal(err)
+	}
+	tb.waitForAbsent(t, tb.Host, fd, "the host")
+	tb.waitForAbsent(t, tb.Members[member1], d, member1)
 }
