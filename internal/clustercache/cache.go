@@ -17,6 +17,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 )
 
 // ErrClusterNotConnected is returned for a cluster the cache has no clients
@@ -169,6 +170,8 @@ func NewMember(ctx context.Context, name string, cfg *rest.Config) (*Member, err
 // share connections (client-go does not share transports of configs with a
 // Dial function by itself).
 func newMember(name string, cfg *rest.Config, resync time.Duration) (*Member, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandlerWithContext = scrub.WarningLogger{} // a warning on a Secret may quote its values
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -133,24 +136,37 @@ func TestNoSecretLeavesScanSeesAPlantedSecret(t *testing.T) {
 // second. The CPV's entry of the second, the FederatedSecret's
 // status.clusters message and Propagated condition, and the Warning Event
 // say that the member refused it, by the policy's name, reason and code,
-// and hold no part of the value. The whole-run scan (checkNoSecretLeaves)
-// looks for the value in every log, Event and status too. TestPullMode
-// checks the same of a Pull cluster, whose agent syncs it.
+// and hold no part of the value. The first member runs the same policy
+// bound with action Warn: the controller-manager logs that warning
+// withheld. The whole-run scan (checkNoSecretLeaves) looks for the value
+// in every log, Event and status too. TestPullMode checks the same with a
+// Pull cluster refusing, whose agent syncs it.
 func TestAMembersRefusalQuotingASecretLeavesNoValue(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	enableSecrets(t)
 	host := hostClient(t)
 	ns := testNamespace(t, host)
-	checkRefusalQuotingASecret(t, host, memberClient(t, 1), ns, fed.Members[0].Name, fed.Members[1].Name, true)
+	checkRefusalQuotingASecret(t, host, fed.Members[0].Config, memberClient(t, 1), ns, fed.Members[0].Name, fed.Members[1].Name, true)
+	// The first member's warning reached the controller-manager's log,
+	// withheld (it quotes a part of the value), where checkNoSecretLeaves
+	// looks for the value too.
+	eventually(t, 30*time.Second, "the controller-manager to log the member's warning", func(context.Context) (bool, string) {
+		data, err := os.ReadFile(cm.logPath)
+		return err == nil && slices.ContainsFunc(strings.Split(string(data), "\n"), func(line string) bool {
+			return strings.Contains(line, `"namespace":"`+ns+`"`) && strings.Contains(line, "Warning: a warning of the member's admission, withheld")
+		}), fmt.Sprint(err)
+	})
 }
 
 // checkRefusalQuotingASecret is TestAMembersRefusalQuotingASecretLeavesNoValue
-// in namespace ns of a test bed whose host is host: cluster ok takes the
-// Secret, cluster refuser (refuserClient, as its admin) refuses it. event
+// in namespace ns of a test bed whose host is host: cluster ok (okConfig,
+// as its admin) takes the Secret with a warning of its admission that
+// quotes the value, cluster refuser (refuserClient) refuses it. event
 // tells whether the refusal is to be seen in an Event of the host.
-func checkRefusalQuotingASecret(t *testing.T, host, refuserClient client.Client, ns, ok, refuser string, event bool) {
+func checkRefusalQuotingASecret(t *testing.T, host client.Client, okConfig *rest.Config, refuserClient client.Client, ns, ok, refuser string, event bool) {
 	t.Helper()
+	okClient := newClient(t, okConfig)
 	password := randomValue(t)
 	leaks.AddSecret(fmt.Sprintf("FederatedSecret %s/db key password", ns), []byte(password))
 	b64 := base64.StdEncoding.EncodeToString([]byte(password))
@@ -162,17 +178,30 @@ func checkRefusalQuotingASecret(t *testing.T, host, refuserClient client.Client,
 	}, "!has(object.data) || !('password' in object.data)", "the password is too weak")
 	policy.Spec.Validations[0].MessageExpression = "'the password ' + string(object.data.password) + ' (starting ' + " +
 		"string(object.data.password).substring(0, 12) + ') is too weak'"
-	t.Cleanup(func() {
-		_ = refuserClient.Delete(context.Background(), binding)
-		_ = refuserClient.Delete(context.Background(), policy)
-	})
-	// The probe below needs the namespace in the member; Fedwarden writes
-	// the copy into it as it finds it.
-	if err := refuserClient.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
+	// The same policy, bound with action Warn in the other member: the
+	// copy is written, and the answer warns with the value.
+	warnPolicy, warnBinding := fedtest.RefusingPolicy("e2e-password-warn-"+ns, ns, policy.Spec.MatchConstraints.ResourceRules[0].RuleWithOperations,
+		policy.Spec.Validations[0].Expression, policy.Spec.Validations[0].Message)
+	warnPolicy.Spec.Validations[0].MessageExpression = policy.Spec.Validations[0].MessageExpression
+	warnBinding.Spec.ValidationActions = []admissionregistrationv1.ValidationAction{admissionregistrationv1.Warn}
+	for _, o := range []struct {
+		c       client.Client
+		objects []client.Object
+	}{{refuserClient, []client.Object{policy, binding}}, {okClient, []client.Object{warnPolicy, warnBinding}}} {
+		// The probe below needs the namespace in the member; Fedwarden
+		// writes the copy into it as it finds it.
+		if err := o.c.Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		for _, obj := range o.objects {
+			createObject(t, o.c, obj)
+		}
+		t.Cleanup(func() {
+			for _, obj := range slices.Backward(o.objects) {
+				_ = o.c.Delete(context.Background(), obj)
+			}
+		})
 	}
-	createObject(t, refuserClient, policy)
-	createObject(t, refuserClient, binding)
 	// The member enforces a policy a moment after it is stored; a dry run
 	// shows it quotes the value (as the policy sees it: decoded, or base64
 	// if CEL sees the bytes as a string), which Fedwarden must not record.
@@ -180,6 +209,18 @@ func checkRefusalQuotingASecret(t *testing.T, host, refuserClient client.Client,
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Data: map[string][]byte{"password": []byte(password)}}
 		err := refuserClient.Create(ctx, probe, client.DryRunAll)
 		return err != nil && (strings.Contains(err.Error(), password) || strings.Contains(err.Error(), b64)), fmt.Sprint(err)
+	})
+	warnings := &warningRecorder{}
+	cfg := rest.CopyConfig(okConfig)
+	cfg.WarningHandlerWithContext = warnings
+	warned, err := buildClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the other member's policy to warn", func(ctx context.Context) (bool, string) {
+		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Data: map[string][]byte{"password": []byte(password)}}
+		err := warned.Create(ctx, probe, client.DryRunAll)
+		return err == nil && warnings.seen("e2e-password-warn-"+ns), fmt.Sprint(err)
 	})
 
 	createObject(t, host, decode(t, fmt.Sprintf(`
@@ -260,7 +301,7 @@ func checkPullRefusalQuotingASecret(t *testing.T, b *pullBed, ns string) {
 	if r := runFedwarden(t, "enable", "secrets", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("fedwarden enable secrets:\n%s", r)
 	}
-	checkRefusalQuotingASecret(t, b.host, newClient(t, b.pull.Config), ns, b.push.Name, b.pull.Name, false)
+	checkRefusalQuotingASecret(t, b.host, b.push.Config, newClient(t, b.pull.Config), ns, b.push.Name, b.pull.Name, false)
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("types.kubefed.io/v1beta1")
 	obj.SetKind("FederatedSecret")
@@ -273,4 +314,24 @@ func checkPullRefusalQuotingASecret(t *testing.T, b *pullBed, ns string) {
 		err := b.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, obj)
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
+}
+
+// warningRecorder keeps the warnings a client's requests are answered
+// with.
+type warningRecorder struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (w *warningRecorder) HandleWarningHeaderWithContext(_ context.Context, _ int, _, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.texts = append(w.texts, text)
+}
+
+// seen tells whether a warning holds part.
+func (w *warningRecorder) seen(part string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.ContainsFunc(w.texts, func(text string) bool { return strings.Contains(text, part) })
 }

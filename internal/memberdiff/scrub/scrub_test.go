@@ -127,3 +127,21 @@ func TestScrubberWebhookCallFailure(t *testing.T) {
 		t.Errorf("\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestScrubberWarnings(t *testing.T) {
+	t.Parallel()
+	s := For(secretKind, map[string]any{"stringData": map[string]any{"password": "abcdefghijklmnop"}})
+	ctx := NewContext(t.Context(), s)
+	for in, want := range map[string]string{
+		"Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p': password abcdefghijklmnop is weak": "Validation failed for ValidatingAdmissionPolicy 'p' with binding 'p': password <redacted> is weak",
+		"password starting abcdefghij is weak": withheldWarning,
+		"a password needs 32 bytes":            "a password needs 32 bytes",
+	} {
+		if got := FromContext(ctx).Warning(in); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+	if got := FromContext(t.Context()).Warning("abcdefghijklmnop"); got != "abcdefghijklmnop" {
+		t.Errorf("no scrubber in the context: %q", got)
+	}
+}
