@@ -20,7 +20,6 @@ import (
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/health"
-	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -123,7 +122,6 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) (out clusterResult) {
 	sc := a.scrubberOf(in.fed)
 	defer func() { out = scrubbed(out, sc) }()
-	ctx = scrub.NewContext(ctx, sc) // the member's warnings too (scrub.WarningLogger)
 	if reason, msg := outOfReach(a.typ, in.fed); reason != "" {
 		return applyFailed(name, errors.New(msg), false)
 	}
@@ -158,7 +156,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 			return refused(name, a.typ, nil, s)
 		}
 	}
-	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true" && !stampedByAnother(in.fed, existing)
+	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true" && !StampedByAnother(in.fed, existing)
 	switch {
 	case in.force:
 	case current:
@@ -406,7 +404,6 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 			*failed = scrubbed(*failed, sc)
 		}
 	}()
-	ctx = scrub.NewContext(ctx, sc)
 	if fc == nil && a.agent == nil {
 		return true, nil // the cluster left the federation
 	}

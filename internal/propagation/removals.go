@@ -109,10 +109,11 @@ func ownCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagated
 	return false
 }
 
-// stampedByAnother tells whether obj, a member copy, was written by
-// another resource than fed: fed's sync writes it even when its content is
-// current, to take it over (ownCopy).
-func stampedByAnother(fed, obj *unstructured.Unstructured) bool {
+// StampedByAnother tells whether obj, a member copy, was written by
+// another resource than fed (fedwarden.io/owner-uid): fed's sync writes it
+// even when its content is current, to take it over (ownCopy). fedwarden
+// plan reads the same rule.
+func StampedByAnother(fed, obj *unstructured.Unstructured) bool {
 	stamp := obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID]
 	return stamp != "" && stamp != string(fed.GetUID())
 }

@@ -193,7 +193,7 @@ func TestOwnCopy(t *testing.T) {
 			if got := ownCopy(fed, tt.cpv, "edge", tt.obj); got != tt.want {
 				t.Errorf("ownCopy = %v, want %v", got, tt.want)
 			}
-			if got, want := stampedByAnother(fed, tt.obj), tt.obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID] == "earlier-uid"; got != want {
+			if got, want := StampedByAnother(fed, tt.obj), tt.obj.GetAnnotations()[typesv1beta1.AnnotationOwnerUID] == "earlier-uid"; got != want {
 				t.Errorf("stampedByAnother = %v, want %v", got, want)
 			}
 		})

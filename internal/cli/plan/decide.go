@@ -56,8 +56,30 @@ func decide(in *planInput, prev typesv1beta1.ClusterVersion, recorded bool, desi
 		return decision{ActionUpdate, "Fedwarden takes the copy over (" + typesv1beta1.AnnotationConflictResolution + ": " + typesv1beta1.ConflictResolutionAdopt + ")", true}, nil
 	case stampedHash != hash:
 		return decision{ActionUpdate, changedVersions(in, live), true}, nil
+	case propagation.StampedByAnother(in.owner(), live):
+		return decideTakeOver(in, desired, live, policy)
 	}
 	return decideDrift(in, desired, live, policy, "the copy is current")
+}
+
+// owner is the resource whose UID the controller stamps copies with: the
+// host's, when it has the resource (a manifest of -f carries none).
+func (in *planInput) owner() *unstructured.Unstructured {
+	if in.s.current != nil {
+		return in.s.current
+	}
+	return in.s.fed
+}
+
+// decideTakeOver decides for a current copy another resource of this name
+// wrote (an earlier one, which orphaned it): it is written once, to stamp
+// it as this one's, unless it drifted and the policy leaves drift alone.
+func decideTakeOver(in *planInput, desired, live *unstructured.Unstructured, policy drift.Policy) (decision, error) {
+	d, err := decideDrift(in, desired, live, policy, "")
+	if err != nil || d.action != ActionUnchanged || d.reason != "" {
+		return d, err
+	}
+	return decision{ActionUpdate, "the copy was written by another resource of this name (" + typesv1beta1.AnnotationOwnerUID + "): this one takes it over", false}, nil
 }
 
 // decideUnstamped decides for a managed copy Fedwarden never wrote, such

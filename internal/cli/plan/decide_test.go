@@ -28,6 +28,11 @@ func TestDecide(t *testing.T) {
 		Manager: "hand-edit", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
 		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`),
 	}})
+	another := stampedCopy(desired, hash)
+	another.SetAnnotations(map[string]string{typesv1beta1.AnnotationTemplateVersion: "2", typesv1beta1.AnnotationOverrideVersion: "1",
+		typesv1beta1.AnnotationDesiredHash: hash, typesv1beta1.AnnotationOwnerUID: "earlier-uid"})
+	anotherEdited := edited.DeepCopy()
+	anotherEdited.SetAnnotations(another.GetAnnotations())
 	unmanaged := desired.DeepCopy()
 	unmanaged.SetLabels(nil)
 	written := typesv1beta1.ClusterVersion{ClusterName: "a", Version: "42", State: typesv1beta1.InSync}
@@ -54,6 +59,8 @@ func TestDecide(t *testing.T) {
 		{name: "current, resync", live: current, recorded: true, policy: enforce, force: true, want: ActionUpdate, reason: "kubefed.io/resync"},
 		{name: "hand edit, Enforce", live: edited, recorded: true, policy: enforce, want: ActionUpdate, reason: "by hand-edit: /spec/replicas; written back"},
 		{name: "hand edit, Alert", live: edited, recorded: true, policy: alert, want: ActionUnchanged, reason: "left as it is (remediation Alert)"},
+		{name: "current, written by an earlier resource", live: another, recorded: true, policy: alert, want: ActionUpdate, reason: "this one takes it over"},
+		{name: "written by an earlier resource, hand edit, Alert", live: anotherEdited, recorded: true, policy: alert, want: ActionUnchanged, reason: "left as it is"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
