@@ -20,6 +20,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -122,6 +123,7 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, fc *corev1beta1.FederatedCluster) (out clusterResult) {
 	sc := a.scrubberOf(in.fed)
 	defer func() { out = scrubbed(out, sc) }()
+	ctx = scrub.NewContext(ctx, sc) // the member's warnings too (scrub.WarningLogger)
 	if reason, msg := outOfReach(a.typ, in.fed); reason != "" {
 		return applyFailed(name, errors.New(msg), false)
 	}
@@ -404,6 +406,7 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 			*failed = scrubbed(*failed, sc)
 		}
 	}()
+	ctx = scrub.NewContext(ctx, sc)
 	if fc == nil && a.agent == nil {
 		return true, nil // the cluster left the federation
 	}
