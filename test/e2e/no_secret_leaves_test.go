@@ -147,7 +147,7 @@ func TestAMembersRefusalQuotingASecretLeavesNoValue(t *testing.T) {
 	enableSecrets(t)
 	host := hostClient(t)
 	ns := testNamespace(t, host)
-	checkRefusalQuotingASecret(t, host, fed.Members[0].Config, memberClient(t, 1), ns, fed.Members[0].Name, fed.Members[1].Name, true)
+	checkRefusalQuotingASecret(t, host, fed.Members[0].Config, memberClient(t, 1), ns, fed.Members[0].Name, fed.Members[1].Name, fed.Host.Kubeconfig)
 	// The first member's warning reached the controller-manager's log,
 	// withheld (it quotes a part of the value), where checkNoSecretLeaves
 	// looks for the value too.
@@ -162,9 +162,10 @@ func TestAMembersRefusalQuotingASecretLeavesNoValue(t *testing.T) {
 // checkRefusalQuotingASecret is TestAMembersRefusalQuotingASecretLeavesNoValue
 // in namespace ns of a test bed whose host is host: cluster ok (okConfig,
 // as its admin) takes the Secret with a warning of its admission that
-// quotes the value, cluster refuser (refuserClient) refuses it. event
-// tells whether the refusal is to be seen in an Event of the host.
-func checkRefusalQuotingASecret(t *testing.T, host client.Client, okConfig *rest.Config, refuserClient client.Client, ns, ok, refuser string, event bool) {
+// quotes the value, cluster refuser (refuserClient) refuses it. With
+// hostKubeconfig, refuser is a Push cluster: the refusal is to be seen in
+// an Event of the host, and in `fedwarden plan`'s dry run.
+func checkRefusalQuotingASecret(t *testing.T, host client.Client, okConfig *rest.Config, refuserClient client.Client, ns, ok, refuser, hostKubeconfig string) {
 	t.Helper()
 	okClient := newClient(t, okConfig)
 	password := randomValue(t)
@@ -239,7 +240,7 @@ spec:
 		ok:      {reason: typesv1beta1.ClusterPropagated},
 		refuser: {reason: typesv1beta1.ClusterApplyFailed, message: refusal},
 	})
-	if event {
+	if hostKubeconfig != "" {
 		waitForEvent(t, host, ns, "db", typesv1beta1.ClusterApplyFailed, "cluster "+refuser, refusal, why)
 	}
 	entry := waitForEntry(t, host, ns, "secret-db", refuser, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.ApplyFailed })
@@ -278,6 +279,13 @@ spec:
 		}
 		return text
 	}
+	if hostKubeconfig != "" {
+		r := runFedwarden(t, "plan", "federatedsecret/db", "-n", ns, "--host-kubeconfig", hostKubeconfig)
+		texts["fedwarden plan's output"] = r.stdout + r.stderr
+		if !strings.Contains(r.stdout+r.stderr, refusal) {
+			t.Errorf("fedwarden plan does not show %s's refusal (%s):\n%s", refuser, refusal, hide(r.stdout+r.stderr))
+		}
+	}
 	for where, text := range texts {
 		for _, f := range forms {
 			if strings.Contains(text, f[1]) {
@@ -301,7 +309,7 @@ func checkPullRefusalQuotingASecret(t *testing.T, b *pullBed, ns string) {
 	if r := runFedwarden(t, "enable", "secrets", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("fedwarden enable secrets:\n%s", r)
 	}
-	checkRefusalQuotingASecret(t, b.host, b.push.Config, newClient(t, b.pull.Config), ns, b.push.Name, b.pull.Name, false)
+	checkRefusalQuotingASecret(t, b.host, b.push.Config, newClient(t, b.pull.Config), ns, b.push.Name, b.pull.Name, "")
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("types.kubefed.io/v1beta1")
 	obj.SetKind("FederatedSecret")

@@ -72,6 +72,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 		return
 	}
 	sc.add(live)
+	ctx = sc.context(ctx) // the dry run's warnings are scrubbed too
 	policy := policyFor(in, c.Name, p.remediation)
 	prev, recorded := in.previous[c.Name]
 	d, err := decide(in, prev, recorded, desired, live, policy)

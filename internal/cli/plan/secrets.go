@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
@@ -44,4 +46,13 @@ func (sc *scrubber) scrub(c *Cluster) {
 		c.DryRun.Message = sc.values.Scrub(c.DryRun.Message, answer)
 	}
 	c.Reason, c.Error = sc.values.Scrub(c.Reason, nil), sc.values.Scrub(c.Error, answer)
+}
+
+// context returns ctx carrying the scrubber, for the warnings the member
+// answers a dry run with (scrub.WarningLogger logs them).
+func (sc *scrubber) context(ctx context.Context) context.Context {
+	if sc == nil {
+		return ctx
+	}
+	return scrub.NewContext(ctx, sc.values)
 }
