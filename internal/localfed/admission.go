@@ -103,23 +103,7 @@ func waitCPVSpecEnforced(ctx context.Context, cfg *rest.Config, timeout time.Dur
 	cpv.SetName("fedwarden-admission-probe")
 	cpv.Object["spec"] = map[string]any{"template": "probe"}
 	api := dyn.Resource(typesv1beta1.GroupVersion.WithResource("clusterpropagatedversions")).Namespace(probeNamespace)
-	last := "no answer yet"
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := api.Create(ctx, cpv, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		switch {
-		case err == nil:
-			last = "the probe was admitted"
-		case strings.Contains(err.Error(), cpvProbeUser+" may not"):
-			return true, nil
-		default:
-			last = err.Error()
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last answer: %s)", err, last)
-	}
-	return nil
+	return waitRefused(ctx, api, cpv, timeout, func(err error) bool { return strings.Contains(err.Error(), cpvProbeUser+" may not") })
 }
 
 // probe is an object that policy refuses.
@@ -164,13 +148,21 @@ func probeObject() *unstructured.Unstructured {
 // it with p's policy.
 func waitEnforced(ctx context.Context, dyn dynamic.Interface, p probe, timeout time.Duration) error {
 	api := dyn.Resource(typesv1beta1.GroupVersion.WithResource("federateddeployments")).Namespace(probeNamespace)
+	return waitRefused(ctx, api, p.obj, timeout, func(err error) bool {
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+p.policy+"'")
+	})
+}
+
+// waitRefused creates obj in api with dryRun until the API server refuses
+// it as refused tells.
+func waitRefused(ctx context.Context, api dynamic.ResourceInterface, obj *unstructured.Unstructured, timeout time.Duration, refused func(error) bool) error {
 	last := "no answer yet"
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		_, err := api.Create(ctx, p.obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := api.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		switch {
 		case err == nil:
 			last = "the probe was admitted"
-		case apierrors.IsInvalid(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+p.policy+"'"):
+		case refused(err):
 			return true, nil
 		default:
 			last = err.Error()

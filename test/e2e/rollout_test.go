@@ -213,6 +213,35 @@ func (b *rolloutBed) waitRolledOut(t *testing.T, namespace, name string) *typesv
 	return st
 }
 
+// inWaves is the FederatedDeployment name in namespace ns, of Pods
+// labelled app, image nginx:1.27, one replica on the KWOK Node of each
+// member, rolled out in two waves, the first baked 5 s.
+func inWaves(name, ns, app string) string {
+	return fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: %s, namespace: %s}
+spec:
+  template:
+    spec:
+      replicas: 1
+      progressDeadlineSeconds: 15
+      selector: {matchLabels: {app: %[3]s}}
+      template:
+        metadata: {labels: {app: %[3]s}}
+        spec:
+          nodeName: %[4]s
+          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
+  placement: {clusters: [{name: wave1-a}, {name: wave1-b}, {name: wave2-a}, {name: wave2-b}]}
+  rollout:
+    strategy: Waves
+    progressDeadlineSeconds: 120
+    waves:
+    - {name: first, clusters: [wave1-a, wave1-b], bakeSeconds: 5}
+    - {name: second, clusters: [wave2-a, wave2-b]}
+`, name, ns, app, fedtest.KWOKNodeName)
+}
+
 // A new image rolls out wave by wave: the second wave stays at the
 // previous revision, RolloutPending and not drift, until the first is
 // Healthy and baked; a bad image halts after the first wave; a hand edit
@@ -225,29 +254,7 @@ func TestRolloutInWaves(t *testing.T) {
 	b := startRolloutBed(t)
 	ns := testNamespace(t, b.host)
 	b.ns = ns
-	createObject(t, b.host, decode(t, fmt.Sprintf(`
-apiVersion: types.kubefed.io/v1beta1
-kind: FederatedDeployment
-metadata: {name: web, namespace: %s}
-spec:
-  template:
-    spec:
-      replicas: 1
-      progressDeadlineSeconds: 15
-      selector: {matchLabels: {app: web}}
-      template:
-        metadata: {labels: {app: web}}
-        spec:
-          nodeName: %s
-          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
-  placement: {clusters: [{name: wave1-a}, {name: wave1-b}, {name: wave2-a}, {name: wave2-b}]}
-  rollout:
-    strategy: Waves
-    progressDeadlineSeconds: 120
-    waves:
-    - {name: first, clusters: [wave1-a, wave1-b], bakeSeconds: 5}
-    - {name: second, clusters: [wave2-a, wave2-b]}
-`, ns, fedtest.KWOKNodeName)))
+	createObject(t, b.host, decode(t, inWaves("web", ns, "web")))
 	// A first revision has nothing to hold any cluster at: all at once.
 	b.waitForImages(t, ns, "web", "nginx:1.27", "nginx:1.27")
 	b.waitRolledOut(t, ns, "web")
@@ -436,28 +443,7 @@ spec:
 		// has at most 63 characters, and the API server refused every
 		// revision of a longer name, so that it never rolled out.
 		long := "web-" + strings.Repeat("long", 16) + "-name" // 73 characters
-		createObject(t, b.host, decode(t, fmt.Sprintf(`
-apiVersion: types.kubefed.io/v1beta1
-kind: FederatedDeployment
-metadata: {name: %s, namespace: %s}
-spec:
-  template:
-    spec:
-      replicas: 1
-      selector: {matchLabels: {app: long}}
-      template:
-        metadata: {labels: {app: long}}
-        spec:
-          nodeName: %s
-          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
-  placement: {clusters: [{name: wave1-a}, {name: wave1-b}, {name: wave2-a}, {name: wave2-b}]}
-  rollout:
-    strategy: Waves
-    progressDeadlineSeconds: 120
-    waves:
-    - {name: first, clusters: [wave1-a, wave1-b], bakeSeconds: 5}
-    - {name: second, clusters: [wave2-a, wave2-b]}
-`, long, ns, fedtest.KWOKNodeName)))
+		createObject(t, b.host, decode(t, inWaves(long, ns, "long")))
 		b.waitForImages(t, ns, long, "nginx:1.27", "nginx:1.27")
 		b.waitRolledOut(t, ns, long)
 		b.setImage(t, ns, long, "nginx:1.28")
