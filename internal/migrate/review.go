@@ -11,6 +11,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -183,7 +184,57 @@ func refuseWebhook(m map[string]any, namespace string) string {
 		return fmt.Sprintf("not one of KubeFed's webhook configurations, which are named %s, or those names followed by -%s",
 			strings.Join(webhookPrefixes, " and "), namespace)
 	}
+	hooks, err := savedWebhooks(m)
+	if err != nil {
+		return err.Error()
+	}
+	for _, h := range hooks {
+		for _, rule := range h.Rules {
+			for _, g := range rule.APIGroups {
+				if !isKubeFedGroup(g) {
+					return fmt.Sprintf("its webhook %s matches API group %s: KubeFed's webhooks match only KubeFed's groups (kubefed.io and its subdomains), "+
+						"and a webhook restored with your rights would be sent, or could change, every object of that group it matches",
+						printable(h.Name), groupName(g))
+				}
+			}
+		}
+	}
 	return ""
+}
+
+// groupName names an API group in a refusal: "" and * by what they match.
+func groupName(g string) string {
+	switch g {
+	case "":
+		return `"" (the core group: pods, secrets, ...)`
+	case "*":
+		return "* (every group)"
+	}
+	return printable(g)
+}
+
+// savedWebhook is what the review reads of a webhook of a saved
+// configuration: its name, what it calls and which requests it is sent.
+type savedWebhook struct {
+	Name         string `json:"name"`
+	ClientConfig struct {
+		URL     *string                                   `json:"url,omitempty"`
+		Service *admissionregistrationv1.ServiceReference `json:"service,omitempty"`
+	} `json:"clientConfig"`
+	Rules []admissionregistrationv1.RuleWithOperations `json:"rules,omitempty"`
+}
+
+// savedWebhooks reads the webhooks of a saved configuration by their
+// fields' exact names, as the API server reads them, so that no field
+// the server would read is hidden from the review under another case.
+func savedWebhooks(m map[string]any) ([]savedWebhook, error) {
+	var c struct {
+		Webhooks []savedWebhook `json:"webhooks,omitempty"`
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c); err != nil {
+		return nil, fmt.Errorf("its webhooks cannot be read as a webhook configuration's: %w", err)
+	}
+	return c.Webhooks, nil
 }
 
 // refuseCRD says why m is not a CRD of KubeFed's groups as a handover
@@ -222,32 +273,63 @@ func refuseTypeConfig(m map[string]any, namespace string) string {
 	return ""
 }
 
-// webhookEndpoints says what each webhook of a saved configuration calls:
-// what to check before restoring it, since it is sent what it admits.
+// webhookEndpoints says what each webhook of a saved configuration calls,
+// and which requests it is sent: what to check before restoring it,
+// since it is sent what it matches.
 func webhookEndpoints(m map[string]any) string {
-	hooks, _, _ := unstructured.NestedSlice(m, "webhooks")
+	hooks, err := savedWebhooks(m)
+	if err != nil {
+		return "webhooks that cannot be read"
+	}
 	var out []string
 	for _, h := range hooks {
-		hook, _ := h.(map[string]any)
-		name, _, _ := unstructured.NestedString(hook, "name")
-		target := "nothing"
-		if url, _, _ := unstructured.NestedString(hook, "clientConfig", "url"); url != "" {
-			target = "URL " + printable(url)
-		} else if svc, ok, _ := unstructured.NestedMap(hook, "clientConfig", "service"); ok {
-			ns, _ := svc["namespace"].(string)
-			sname, _ := svc["name"].(string)
-			target = "Service " + printable(ns+"/"+sname)
-			if port, ok := svc["port"]; ok {
-				target += fmt.Sprintf(" port %v", port)
-			}
-			if path, _ := svc["path"].(string); path != "" {
-				target += " path " + printable(path)
-			}
-		}
-		out = append(out, printable(name)+": "+target)
+		out = append(out, printable(h.Name)+": "+webhookTarget(h)+", for "+webhookRules(h.Rules))
 	}
 	if len(out) == 0 {
 		return "no webhook"
 	}
-	return strings.Join(out, ", ")
+	return strings.Join(out, "; ")
+}
+
+// webhookTarget names the URL or the Service a webhook calls.
+func webhookTarget(h savedWebhook) string {
+	if url := h.ClientConfig.URL; url != nil && *url != "" {
+		return "URL " + printable(*url)
+	}
+	svc := h.ClientConfig.Service
+	if svc == nil {
+		return "nothing"
+	}
+	target := "Service " + printable(svc.Namespace+"/"+svc.Name)
+	if svc.Port != nil {
+		target += fmt.Sprintf(" port %d", *svc.Port)
+	}
+	if svc.Path != nil && *svc.Path != "" {
+		target += " path " + printable(*svc.Path)
+	}
+	return target
+}
+
+// webhookRules says which requests a webhook is sent: for each rule, its
+// operations, API groups and resources.
+func webhookRules(rules []admissionregistrationv1.RuleWithOperations) string {
+	if len(rules) == 0 {
+		return "no request"
+	}
+	list := func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = printable(s)
+		}
+		return strings.Join(out, ",")
+	}
+	out := make([]string, 0, len(rules))
+	for _, r := range rules {
+		ops := make([]string, len(r.Operations))
+		for i, op := range r.Operations {
+			ops[i] = string(op)
+		}
+		out = append(out, fmt.Sprintf("%s of %s in groups %s", list(ops), list(r.Resources), list(r.APIGroups)))
+	}
+	return strings.Join(out, " and ")
 }
