@@ -95,7 +95,10 @@ func placedBy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagate
 // ownCopy tells whether obj, a managed copy of fed's name in cluster, is
 // fed's own: stamped with fed's UID (AnnotationOwnerUID) by the write that
 // made it, or, written before copies were stamped, unstamped and recorded
-// by an entry of fed's own CPV. A copy stamped by another resource (an
+// as written (a version) by an entry of fed's own CPV: an entry that only
+// reports a failure (ApplyFailed, Unreachable before any write) may sit
+// beside a copy an earlier resource of fed's name left unstamped, which is
+// not fed's to delete. A copy stamped by another resource (an
 // earlier one of the same name, whose copies were orphaned) is not fed's,
 // whatever the CPV says: fed takes it over by writing it, which stamps it.
 func ownCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, obj *unstructured.Unstructured) bool {
@@ -104,9 +107,15 @@ func ownCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagated
 		return true
 	case "":
 		_, records := placedBy(fed, cpv, nil)
-		return records[cluster].reported
+		return records[cluster].written
 	}
 	return false
+}
+
+// OwnCopy is ownCopy for fedwarden plan, which predicts the controller's
+// removals with the same rule.
+func OwnCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, obj *unstructured.Unstructured) bool {
+	return ownCopy(fed, cpv, cluster, obj)
 }
 
 // StampedByAnother tells whether obj, a member copy, was written by

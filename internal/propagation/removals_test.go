@@ -173,7 +173,10 @@ func TestOwnCopy(t *testing.T) {
 		}
 		return u
 	}
+	failing := ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "this-uid")
+	failing.Status.ClusterVersions[0].State = typesv1beta1.ApplyFailed
 	recording := ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "this-uid")
+	recording.Status.ClusterVersions[0].Version = "1"
 	tests := []struct {
 		name string
 		obj  *unstructured.Unstructured
@@ -182,7 +185,8 @@ func TestOwnCopy(t *testing.T) {
 	}{
 		{"stamped by this resource: its own, whatever the CPV", stamped("this-uid"), &typesv1beta1.ClusterPropagatedVersion{}, true},
 		{"stamped by an earlier resource: not its own, though its CPV records it", stamped("earlier-uid"), recording, false},
-		{"unstamped, recorded by its own CPV: its own (written before stamps)", stamped(""), recording, true},
+		{"unstamped, recorded as written by its own CPV: its own (written before stamps)", stamped(""), recording, true},
+		{"unstamped, its own CPV's entry reports only a failure: an earlier resource's, kept", stamped(""), failing, false},
 		{"unstamped, its own CPV does not record the cluster", stamped(""), ownedBy(cpvWith([]string{"edge"}, nil, []string{"other"}), "this-uid"), false},
 		{"unstamped, its CPV missing", stamped(""), &typesv1beta1.ClusterPropagatedVersion{}, false},
 		{"unstamped, recorded by an earlier resource's CPV", stamped(""), ownedBy(cpvWith([]string{"edge"}, nil, []string{"edge"}), "earlier-uid"), false},
