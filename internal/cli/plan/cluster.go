@@ -15,6 +15,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -149,7 +150,15 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 	case live == nil || live.GetLabels()[typesv1beta1.LabelManaged] != "true":
 		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy Fedwarden manages: nothing is deleted"
 		return
+	case !propagation.OwnCopy(in.owner(), in.s.cpv, c.Name, live):
+		c.Action, c.Reason = ActionUnchanged, why+"; the copy there is not this resource's (another resource of its name wrote it, fedwarden.io/owner-uid): it is kept"
+		return
 	}
+	// The member's answer to the dry run may quote the copy: a Secret's
+	// values are taken out, as for a write.
+	sc := newScrubber(in, live)
+	defer sc.scrub(c)
+	ctx = sc.context(ctx)
 	c.Action, c.Reason, c.Now = ActionDelete, why+": its copy is deleted", true
 	if in.s.kind.Type.IsNamespace() {
 		c.Reason = why + ": the namespace is deleted, or released when Fedwarden did not create it"
