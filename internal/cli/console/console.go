@@ -119,11 +119,16 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.maxObjects, "max-objects-per-identity", webconsole.DefaultMaxObjectsPerIdentity,
 		"most objects (CPVs, FederatedClusters, agents' Leases) cached for one identity; one that sees more is told so and gets no caches for --idle-timeout")
 	f.DurationVar(&o.tokenRecheck, "token-recheck", webconsole.DefaultTokenRecheck,
-		"with --auth=token: how long a token is served before the host is asked again whether it accepts it and what it may list")
+		"with --auth=token: how long a token is served before the host is asked again whether it accepts it and what it may list (at most 1m)")
 	f.DurationVar(&o.timeout, "timeout", webconsole.DefaultRequestTimeout, "how long any one request to the host or a member may take")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at for a diff, as the controller-manager's flag of that name (default: any address)")
 	return cmd
 }
+
+// maxTokenRecheck is the longest --token-recheck: a token, or a right,
+// the host withdrew is served at most this long (plus the API server's own
+// token cache).
+const maxTokenRecheck = time.Minute
 
 // validate checks the flags that need no cluster.
 func (o *options) validate() error {
@@ -143,6 +148,9 @@ func (o *options) validate() error {
 	}
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout), cmdline.PositiveDuration("--idle-timeout", o.idleTimeout),
 		cmdline.PositiveDuration("--token-recheck", o.tokenRecheck))
+	if o.tokenRecheck > maxTokenRecheck {
+		errs = append(errs, fmt.Errorf("--token-recheck %s is longer than %s: a revoked token or a removed RoleBinding would be served that long", o.tokenRecheck, maxTokenRecheck))
+	}
 	if o.maxIdentities <= 0 {
 		errs = append(errs, fmt.Errorf("--max-identities %d must be positive", o.maxIdentities))
 	}

@@ -28,6 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "bad control-plane namespace", args: append([]string{"--control-plane-namespace", "a/b"}, host...), wantErr: "--control-plane-namespace"},
 		{name: "missing CA file", args: []string{"--auth", "token", "--host-server", "https://127.0.0.1:6443", "--host-ca-file", "/nonexistent/ca.crt"}, wantErr: "--host-ca-file"},
 		{name: "bad token recheck", args: append([]string{"--token-recheck", "0s"}, host...), wantErr: "--token-recheck 0s must be positive"},
+		{name: "token recheck over a minute", args: append([]string{"--token-recheck", "5m"}, host...), wantErr: "--token-recheck 5m0s is longer than 1m0s"},
 		{name: "bad object limit", args: append([]string{"--max-objects-per-identity", "0"}, host...), wantErr: "--max-objects-per-identity 0 must be positive"},
 		{name: "token mode, http host server", args: []string{"--auth", "token", "--host-server", "http://127.0.0.1:6443"},
 			wantErr: "the host's address is http://: the tokens would cross the network in clear; give the host's https:// address and the CA that verifies it (http://127.0.0.1:6443); that address comes from --host-server"},
