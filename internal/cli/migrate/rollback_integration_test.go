@@ -272,3 +272,39 @@ func stateDigest(t *testing.T, dryRun string) string {
 	}
 	return m[1]
 }
+
+// TestRollbackRefusesAKubeFedNamedWebhookOnPods: a state whose webhook
+// configuration has KubeFed's name but matches Pods (the core group)
+// would send, or let a stranger's endpoint change, every Pod written in
+// the cluster once restored with the admin's rights. Rollback refuses it,
+// naming the webhook and the group, even with the state's own digest, and
+// restores nothing.
+func TestRollbackRefusesAKubeFedNamedWebhookOnPods(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	tb := newRollbackBed(ctx, t)
+
+	const name = "mutation.core.kubefed.io"
+	webhook := map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+		"metadata": map[string]any{"name": name},
+		"webhooks": []any{map[string]any{
+			"name": "pods.core.kubefed.io", "clientConfig": map[string]any{"url": "https://127.0.0.1:1/mutate"},
+			"admissionReviewVersions": []any{"v1"}, "sideEffects": "None", "failurePolicy": "Ignore",
+			"rules": []any{map[string]any{"operations": []any{"CREATE"}, "apiGroups": []any{""}, "apiVersions": []any{"v1"}, "resources": []any{"pods"}}},
+		}},
+	}
+	tb.writeLegacyState(ctx, t, map[string]any{"webhooks": []any{webhook}})
+
+	dryRun, stderr, code := tb.rollback("--rollback", "--dry-run")
+	t.Logf("migrate kubefed --rollback --dry-run:\n%s%s", dryRun, stderr)
+	if code == 0 {
+		t.Errorf("--rollback --dry-run of a webhook on Pods: exit code 0, want a refusal")
+	}
+	stdout, stderr, code := tb.rollback("--rollback", "--state-digest", stateDigest(t, dryRun+stderr))
+	t.Logf("migrate kubefed --rollback --state-digest:\n%s%s", stdout, stderr)
+	if code == 0 || !strings.Contains(stderr, "MutatingWebhookConfiguration "+name) || !strings.Contains(stderr, "pods.core.kubefed.io") {
+		t.Errorf("--rollback with the state's digest: exit code %d, stderr %q; want a refusal naming the webhook", code, stderr)
+	}
+	tb.checkWebhook(ctx, t, name, false)
+}
