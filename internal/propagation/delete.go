@@ -21,9 +21,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
 		return reconcile.Result{}, nil
 	}
-	// A resource that was never synced (see outOfReach) has no copy of its
+	// A resource that was never synced (see OutOfReach) has no copy of its
 	// own to delete.
-	refused, _ := outOfReach(r.typ, fed)
+	refused, _ := OutOfReach(r.typ, fed)
 	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" && refused == "" {
 		pending, err := r.deleteAllCopies(ctx, fed)
 		if err != nil {

@@ -64,25 +64,27 @@ func TestClassifyUnstamped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if !unstamped(tt.existing) {
-				t.Fatal("a KubeFed copy is not unstamped")
-			}
-			in := &syncInput{v: tt.v, previous: tt.previous}
-			f, err := (&applier{}).classifyUnstamped(in, "c1", desired, tt.existing, drift.Policy{}, finding{})
+			prev, recorded := tt.previous["c1"]
+			d, err := DecideWrite(Copy{Fed: &unstructured.Unstructured{}, Versions: tt.v, Previous: prev, Recorded: recorded,
+				Desired: desired, Live: tt.existing, Policy: drift.Policy{Remediation: typesv1beta1.RemediationAlert}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.adopted != tt.wantAdopted || f.state != tt.wantState {
-				t.Errorf("adopted %v, state %q (changes %v); want %v, %q", f.adopted, f.state, f.changes, tt.wantAdopted, tt.wantState)
+			if d.Adopted != tt.wantAdopted || d.State != tt.wantState {
+				t.Errorf("adopted %v, state %q (changes %v); want %v, %q", d.Adopted, d.State, d.Changes, tt.wantAdopted, tt.wantState)
 			}
-			if f.state != "" && (len(f.changes) != 1 || f.changes[0].Path != "/data/A") {
-				t.Errorf("changes %v, want /data/A only", f.changes)
+			if d.State != "" && (len(d.Changes) != 1 || d.Changes[0].Path != "/data/A") {
+				t.Errorf("changes %v, want /data/A only", d.Changes)
+			}
+			if wantWrite := !tt.wantAdopted && tt.wantState == ""; d.Action.Writes() != wantWrite {
+				t.Errorf("action %s; want a write: %v", d.Action, wantWrite)
 			}
 		})
 	}
 	stamped := kubefedCopy("x", "")
 	stamped.SetAnnotations(map[string]string{typesv1beta1.AnnotationDesiredHash: "h"})
-	if unstamped(stamped) {
-		t.Error("a copy Fedwarden wrote counts as unstamped")
+	d, err := DecideWrite(Copy{Fed: &unstructured.Unstructured{}, Versions: v2, Desired: desired, Live: stamped, Policy: drift.Policy{Remediation: typesv1beta1.RemediationAlert}})
+	if err != nil || d.Adopted || d.Action != ActionUpdate {
+		t.Errorf("a copy Fedwarden wrote at another hash: %+v, %v; want an Update, not adopted", d, err)
 	}
 }

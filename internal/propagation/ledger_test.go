@@ -73,7 +73,7 @@ func TestEndedEpisode(t *testing.T) {
 		prev typesv1beta1.ClusterVersion
 		res  clusterResult
 	}{
-		"still drifted":      {edited, reported("a", finding{state: typesv1beta1.ModifiedOutOfBand}, memberCopy("9", 2, "3", "2"), drift.Policy{Remediation: typesv1beta1.RemediationAlert})},
+		"still drifted":      {edited, reported("a", Decision{State: typesv1beta1.ModifiedOutOfBand}, memberCopy("9", 2, "3", "2"), drift.Policy{Remediation: typesv1beta1.RemediationAlert})},
 		"in sync as it was":  {inSyncBefore, inSync("a", memberCopy("9", 2, "3", "2"))},
 		"a first sync":       {typesv1beta1.ClusterVersion{}, written()},
 		"gone offline":       {inSyncBefore, unreachable("a", "cluster a is not Ready")},
@@ -93,7 +93,7 @@ func TestDriftHistoryIsBounded(t *testing.T) {
 	cv := typesv1beta1.ClusterVersion{ClusterName: "a", State: typesv1beta1.InSync}
 	for i := range 2 * typesv1beta1.MaxDriftEpisodes {
 		since := metav1.NewTime(t0.Add(time.Duration(2*i) * time.Minute))
-		out := clusterVersion(cv, reported("a", finding{state: typesv1beta1.Missing}, nil, drift.Policy{Remediation: typesv1beta1.RemediationAlert}), v, "", since)
+		out := clusterVersion(cv, reported("a", Decision{State: typesv1beta1.Missing}, nil, drift.Policy{Remediation: typesv1beta1.RemediationAlert}), v, "", since)
 		back := inSync("a", memberCopy(fmt.Sprint(i), 1, "1", "1"))
 		back.written = true
 		cv = clusterVersion(out, back, v, fmt.Sprint("resync-", i), metav1.NewTime(since.Add(time.Minute)))

@@ -124,7 +124,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 	sc := a.scrubberOf(in.fed)
 	defer func() { out = scrubbed(out, sc) }()
 	ctx = scrub.NewContext(ctx, sc) // the member's warnings too (scrub.WarningLogger)
-	if reason, msg := outOfReach(a.typ, in.fed); reason != "" {
+	if reason, msg := OutOfReach(a.typ, in.fed); reason != "" {
 		return applyFailed(name, errors.New(msg), false)
 	}
 	member, failed := a.reach(name, fc)
@@ -146,27 +146,27 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 		return *failed
 	}
 	seen(sc, existing)
-	policy := a.policyFor(in.spec, name)
-	f, err := a.classify(in, name, desired, existing, hash, policy)
+	policy := PolicyFor(in.spec, name, a.defaultRemediation)
+	d, f, err := a.classify(in, name, desired, existing, policy)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}
-	if f.state == typesv1beta1.Missing {
+	if d.State == typesv1beta1.Missing {
 		// A copy that is gone may have gone with its kind (its CRD deleted
 		// in the member): that is no drift to report or write back.
 		if s := a.serving(ctx, member); s == notServed || s == beingRemoved {
 			return refused(name, a.typ, nil, s)
 		}
 	}
-	current := existing != nil && f.state == "" && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] == hash || f.adopted) && existing.GetLabels()[typesv1beta1.LabelManaged] == "true" && !StampedByAnother(in.fed, existing)
 	switch {
-	case in.force:
-	case current:
+	case d.Action == ActionConflict:
+		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: d.Reason}
+	case d.Action == ActionUnchanged && d.OutOfBand():
+		return reported(name, d, existing, policy)
+	case d.Action == ActionUnchanged:
 		res := inSync(name, existing)
 		res.remediation = policy.Remediation
 		return res
-	case f.outOfBand() && !policy.Enforced():
-		return reported(name, f, existing, policy)
 	}
 	res := a.write(ctx, member, in, desired, existing, hash)
 	res.remediation = policy.Remediation
@@ -285,7 +285,7 @@ func (a *applier) existingCopy(ctx context.Context, member *clustercache.Member,
 	if err != nil {
 		return nil, "", fmt.Errorf("reading %s %s in cluster %s: %w", a.typ.Target.Kind, key, member.Name, err)
 	}
-	if got.GetLabels()[typesv1beta1.LabelManaged] == "true" || a.mayAdopt(fed, got) {
+	if got.GetLabels()[typesv1beta1.LabelManaged] == "true" || MayAdopt(a.typ, fed, got) {
 		return got, "", nil
 	}
 	return nil, fmt.Sprintf("cluster %s already has %s %s, which Fedwarden does not manage; annotate the %s with %s: %s to take it over",
@@ -313,17 +313,6 @@ func (a *applier) liveCopy(ctx context.Context, member *clustercache.Member, cac
 		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", a.typ.Target.Kind, cached.GetName(), member.Name, err)
 	}
 	return live, nil
-}
-
-// mayAdopt tells whether fed may take over the unmanaged member object got.
-func (a *applier) mayAdopt(fed, got *unstructured.Unstructured) bool {
-	if a.typ.IsNamespace() && isSystemNamespace(got.GetName()) {
-		return false // never, whatever fed says
-	}
-	if fed.GetAnnotations()[typesv1beta1.AnnotationConflictResolution] == typesv1beta1.ConflictResolutionAdopt {
-		return true
-	}
-	return a.typ.IsNamespace() && got.GetAnnotations()[typesv1beta1.AnnotationCreatedNamespace] == "true"
 }
 
 func (a *applier) resource(member *clustercache.Member, namespace string) dynamic.ResourceInterface {
@@ -415,7 +404,7 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 		// own name: deleting it through this name would take it from that.
 		return true, nil
 	}
-	if reason, _ := outOfReach(a.typ, fed); reason != "" {
+	if reason, _ := OutOfReach(a.typ, fed); reason != "" {
 		return true, nil // never synced, so nothing of its own to remove
 	}
 	member, failed := a.reach(name, fc)

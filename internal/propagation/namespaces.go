@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -32,12 +33,12 @@ const systemNamespacePrefix = "kube-"
 // isSystemNamespace tells whether name is one of Kubernetes' own namespaces.
 func isSystemNamespace(name string) bool { return strings.HasPrefix(name, systemNamespacePrefix) }
 
-// outOfReach says why fed, a FederatedNamespace, must not be synced at all,
+// OutOfReach says why fed, a FederatedNamespace, must not be synced at all,
 // or returns an empty reason. A FederatedNamespace federates the namespace
 // it lives in: one named after another namespace would let whoever may
 // write in one namespace adopt, then delete, another in every member. No
 // kube-* namespace is ever adopted, written or deleted.
-func outOfReach(typ Type, fed *unstructured.Unstructured) (reason, message string) {
+func OutOfReach(typ Type, fed *unstructured.Unstructured) (reason, message string) {
 	if !typ.IsNamespace() {
 		return "", ""
 	}
@@ -292,4 +293,36 @@ func (a *applier) createNamespaceCopy(ctx context.Context, member *clustercache.
 		return &res
 	}
 	return nil
+}
+
+// NamespaceKind returns the federated kind of the first (by name)
+// FederatedTypeConfig of Namespaces that enables propagation and is not
+// being deleted: namespaces are federated as that kind. False when none.
+func NamespaceKind(ftcs []corev1beta1.FederatedTypeConfig) (schema.GroupVersionKind, bool) {
+	var found *Type
+	name := ""
+	for i := range ftcs {
+		ftc := &ftcs[i]
+		typ := TypeFromConfig(ftc)
+		if !typ.IsNamespace() || ftc.Spec.Propagation == corev1beta1.Disabled || !ftc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if found == nil || ftc.Name < name {
+			found, name = &typ, ftc.Name
+		}
+	}
+	if found == nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return found.Federated, true
+}
+
+// NamespacesOf answers, from FederatedTypeConfigs read once, whether and
+// as which kind namespaces are federated (NamespaceKind).
+type NamespacesOf []corev1beta1.FederatedTypeConfig
+
+// FederatedNamespaceKind implements Namespaces.
+func (n NamespacesOf) FederatedNamespaceKind(context.Context) (schema.GroupVersionKind, bool, error) {
+	gvk, ok := NamespaceKind(n)
+	return gvk, ok, nil
 }

@@ -67,7 +67,7 @@ func TestOutOfReach(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			reason, msg := outOfReach(tt.typ, object(tt.namespace, tt.objName, nil))
+			reason, msg := OutOfReach(tt.typ, object(tt.namespace, tt.objName, nil))
 			if reason != tt.wantReason || !strings.Contains(msg, tt.wantIn) || (reason == "") != (msg == "") {
 				t.Errorf("outOfReach = %q, %q; want %q and a message with %q", reason, msg, tt.wantReason, tt.wantIn)
 			}

@@ -100,7 +100,7 @@ type syncState struct {
 // record; the report stage is deferred, so that it runs on every exit and
 // says what the sync learned, or why it stopped.
 func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unstructured) (res reconcile.Result, err error) {
-	if reason, msg := outOfReach(r.typ, fed); reason != "" {
+	if reason, msg := OutOfReach(r.typ, fed); reason != "" {
 		return reconcile.Result{}, r.report.refuse(ctx, fed, reason, msg)
 	}
 	s := &syncState{fed: fed}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/render"
@@ -83,25 +84,19 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	if err != nil {
 		return err
 	}
-	waves, err := rollout.Waves(s.spec.Rollout, s.t.names, s.clusters)
-	if err != nil {
-		return reconcile.TerminalError(err)
-	}
 	plan := &rolloutPlan{previous: federatedStatusOf(s.fed).Rollout, held: map[typesv1beta1.Revision]*syncInput{}, revs: revs, latest: latest}
-	clusters, err := r.rolloutClusters(s, plan, revs, latest)
+	in, err := engineInput(r.typ, s.fed, s.spec, s.cpv, s.t, s.clusters, latest.Number, plan.previous, func(n typesv1beta1.Revision) (*syncInput, error) {
+		return plan.input(s, revs, n)
+	})
 	if err != nil {
 		return err
 	}
-	a := s.fed.GetAnnotations()
-	plan.decision = rollout.Decide(rollout.Input{
-		Spec: *s.spec.Rollout, Latest: latest.Number, Previous: plan.previous, Waves: waves, Clusters: clusters,
-		ApproveWave: a[typesv1beta1.AnnotationApproveWave], AllAtOnce: a[typesv1beta1.AnnotationAllAtOnce], Now: time.Now(),
-	})
+	plan.decision = rollout.Decide(in)
 	keep := map[typesv1beta1.Revision]bool{latest.Number: true, plan.decision.Status.FromRevision: true}
 	for _, target := range plan.decision.Targets {
 		keep[target] = true
 	}
-	for _, c := range clusters {
+	for _, c := range in.Clusters {
 		keep[c.Target] = true
 	}
 	limit := defaultRevisionHistory
@@ -163,51 +158,86 @@ func pullPlanOf(s *syncState) *pullPlan {
 	return s.rollout.pull
 }
 
+// RolloutInput is what the controller's rollout stage gives the rollout
+// engine (rollout.Decide) for fed, placed as pl, whose content is revision
+// latest of revs (the revisions as rollout.Store.Ensure leaves them);
+// previous is the rollout status the host has. fedwarden plan runs the
+// engine on it.
+func RolloutInput(typ Type, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, pl Placement,
+	clusters []corev1beta1.FederatedCluster, revs []rollout.Revision, latest typesv1beta1.Revision, previous *typesv1beta1.RolloutStatus) (rollout.Input, error) {
+	return engineInput(typ, fed, spec, cpv, pl.t, clusters, latest, previous, func(n typesv1beta1.Revision) (*syncInput, error) {
+		rev, ok := rollout.ByNumber(revs, n)
+		if !ok {
+			return nil, nil
+		}
+		return revisionInput(fed, rev, cpv, pl.t)
+	})
+}
+
+// engineInput is the rollout engine's input: spec.rollout's waves over the
+// placed clusters, the previous status, and what the engine knows of each
+// placed cluster. at returns the sync input of a kept revision, nil for
+// one that is not kept.
+func engineInput(typ Type, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets,
+	clusters []corev1beta1.FederatedCluster, latest typesv1beta1.Revision, previous *typesv1beta1.RolloutStatus, at func(typesv1beta1.Revision) (*syncInput, error)) (rollout.Input, error) {
+	waves, err := rollout.Waves(spec.Rollout, t.names, clusters)
+	if err != nil {
+		return rollout.Input{}, reconcile.TerminalError(err)
+	}
+	cs, err := rolloutClusters(typ, fed, spec, cpv, t, latest, at)
+	if err != nil {
+		return rollout.Input{}, err
+	}
+	a := fed.GetAnnotations()
+	return rollout.Input{
+		Spec: *spec.Rollout, Latest: latest, Previous: previous, Waves: waves, Clusters: cs,
+		ApproveWave: a[typesv1beta1.AnnotationApproveWave], AllAtOnce: a[typesv1beta1.AnnotationAllAtOnce], Now: time.Now(),
+	}, nil
+}
+
 // rolloutClusters is what the rollout engine knows of each placed
-// cluster, from its CPV entry; it prepares the sync input of each earlier
-// revision a cluster targets, to tell whether the latest changes the
-// cluster's copy. A Pull cluster's entry is its agent's, which records
-// the revision it applied (pullPlan tells it which).
-func (r *Reconciler) rolloutClusters(s *syncState, plan *rolloutPlan, revs []rollout.Revision, latest rollout.Revision) (map[string]rollout.Cluster, error) {
+// cluster, from its CPV entry, and whether the latest revision changes
+// the copy of a cluster at an earlier one. A Pull cluster's entry is its
+// agent's, which records the revision it applied (pullPlan tells it
+// which).
+func rolloutClusters(typ Type, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets,
+	latest typesv1beta1.Revision, at func(typesv1beta1.Revision) (*syncInput, error)) (map[string]rollout.Cluster, error) {
 	out := map[string]rollout.Cluster{}
-	for _, name := range s.t.names {
-		cv, _ := entryOf(s.cpv, name)
+	for _, name := range t.names {
+		cv, _ := entryOf(cpv, name)
 		c := rollout.Cluster{Target: cv.TargetRevision, State: cv.State, Health: cv.Health, HealthReason: cv.HealthReason}
 		if c.State == typesv1beta1.RolloutPending {
 			c.State = typesv1beta1.InSync // in sync at its own target
 		}
-		if c.Target != 0 && c.Target != latest.Number {
-			unchanged, err := r.unchangedFor(s, plan, revs, latest, c.Target, name)
+		if c.Target != 0 && c.Target != latest {
+			was, err := at(c.Target)
 			if err != nil {
 				return nil, err
 			}
-			c.Unchanged = unchanged
+			c.Unchanged = sameCopy(typ, was, fed, spec, t, name)
 		}
 		out[name] = c
 	}
 	return out, nil
 }
 
-// unchangedFor tells whether cluster's copy is the same at the latest
-// revision as at revision held; false when held is not kept any more.
-func (r *Reconciler) unchangedFor(s *syncState, plan *rolloutPlan, revs []rollout.Revision, latest rollout.Revision, held typesv1beta1.Revision, cluster string) (bool, error) {
-	in, err := plan.input(s, revs, held)
-	if err != nil || in == nil {
-		return false, err
+// sameCopy tells whether cluster's copy is the same at was, an earlier
+// revision's input, as fed renders it now; false when was is nil (not
+// kept any more) or either does not render.
+func sameCopy(typ Type, was *syncInput, fed *unstructured.Unstructured, spec render.Spec, t targets, cluster string) bool {
+	if was == nil {
+		return false
 	}
 	var replicas *int32
-	if n, ok := s.t.replicas[cluster]; ok {
+	if n, ok := t.replicas[cluster]; ok {
 		replicas = &n
 	}
-	was, err := render.For(r.typ.renderTarget(), in.fed, in.spec, cluster, replicas)
+	before, err := render.For(typ.renderTarget(), was.fed, was.spec, cluster, replicas)
 	if err != nil {
-		return false, nil // the old revision does not render: not the same
+		return false
 	}
-	now, err := render.For(r.typ.renderTarget(), s.fed, s.spec, cluster, replicas)
-	if err != nil {
-		return false, nil
-	}
-	return render.ContentHash(was.Object) == render.ContentHash(now.Object), nil
+	now, err := render.For(typ.renderTarget(), fed, spec, cluster, replicas)
+	return err == nil && render.ContentHash(before.Object) == render.ContentHash(now.Object)
 }
 
 // input returns the sync input of revision n, nil when it is not kept.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/render"
@@ -69,5 +70,68 @@ func TestWavesOfSecretsAreRefused(t *testing.T) {
 	}
 	if (Type{Target: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Secret"}}).holdsSecrets() {
 		t.Error("a CRD of kind Secret in another group was taken for core Secrets")
+	}
+}
+
+// TestRolloutInputClusters: the engine is told of each placed cluster what the
+// controller tells it: a RolloutPending entry is in sync at its target; a
+// cluster whose copy the planned content does not change (an override of
+// another cluster) takes the latest at once; a Pull cluster is no
+// exception either way (its agent applies the revision the CPV names).
+func TestRolloutInputClusters(t *testing.T) {
+	t.Parallel()
+	const doc = `{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "metadata": {"name": "web", "namespace": "shop"},
+		"spec": {"overrides": [{"clusterName": "b", "clusterOverrides": [{"path": "/spec/replicas", "value": 5}]}],
+		"template": {"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}}}}}`
+	fed := &unstructured.Unstructured{}
+	if err := fed.UnmarshalJSON([]byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := render.ParseSpec(fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Rollout = &typesv1beta1.Rollout{Strategy: typesv1beta1.RolloutWaves}
+	// Revision 1 had no override: the planned content, revision 2,
+	// changes b's copy only.
+	template, _, _ := unstructured.NestedMap(fed.Object, "spec", "template")
+	revs := []rollout.Revision{{Number: 1, Template: template}}
+	pl := Placement{targets{names: []string{"a", "b", "edge", "gone", "new"}}}
+	pending := typesv1beta1.ClusterVersion{TargetRevision: 1, State: typesv1beta1.RolloutPending, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated"}
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	for name, cv := range map[string]typesv1beta1.ClusterVersion{"a": pending, "b": pending, "edge": pending, "gone": {TargetRevision: 7, State: typesv1beta1.InSync}} {
+		cv.ClusterName = typesv1beta1.ClusterName(name)
+		cpv.Status.ClusterVersions = append(cpv.Status.ClusterVersions, cv)
+	}
+	var clusters []corev1beta1.FederatedCluster
+	for _, name := range []string{"a", "b", "edge", "gone", "new"} {
+		fc := corev1beta1.FederatedCluster{}
+		fc.Name = name
+		if name == "b" || name == "edge" {
+			fc.Spec.SyncMode = corev1beta1.SyncModePull
+		}
+		clusters = append(clusters, fc)
+	}
+	in, err := RolloutInput(deploymentType, fed, spec, cpv, pl, clusters, revs, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := in.Clusters
+	inSync := rollout.Cluster{Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated"}
+	want := map[string]rollout.Cluster{
+		"a":    {Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated", Unchanged: true},
+		"b":    inSync,
+		"edge": {Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated", Unchanged: true},
+		// Revision 7 is not kept: not known to be the same.
+		"gone": {Target: 7, State: typesv1beta1.InSync},
+		"new":  {},
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: %+v, want %+v", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("clusters %v, want %d", got, len(want))
 	}
 }

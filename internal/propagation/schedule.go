@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +29,7 @@ const maxExplanation = 2048
 // where a resource goes, within what its namespace's placement allows.
 type placer struct {
 	typ        Type
-	client     client.Client
+	client     client.Reader
 	namespaces Namespaces
 	scheduler  *scheduler.Scheduler
 	// watches are the member caches, read for the copies they already hold.
@@ -51,6 +52,38 @@ type targets struct {
 	// CPV records them.
 	spread *typesv1beta1.RecordedSpread
 }
+
+// Placer is the place stage for callers outside the controller, such as
+// fedwarden plan: the controller's own rules, reading the host through a
+// client.Reader. It has no member caches: the copies a cluster holds are
+// those the ClusterPropagatedVersion records.
+type Placer struct{ p placer }
+
+// NewPlacer returns the place stage of typ. namespaces says whether, and
+// as which kind, namespaces are federated (NamespacesOf).
+func NewPlacer(typ Type, host client.Reader, namespaces Namespaces, sched *scheduler.Scheduler) *Placer {
+	return &Placer{placer{typ: typ, client: host, namespaces: namespaces, scheduler: sched}}
+}
+
+// Place decides where fed goes, as the controller's next sync would.
+func (p *Placer) Place(ctx context.Context, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, clusters []corev1beta1.FederatedCluster) (Placement, error) {
+	t, _, err := p.p.schedule(ctx, fed, spec, cpv, clusters)
+	return Placement{t}, err
+}
+
+// Placement is the place stage's decision.
+type Placement struct{ t targets }
+
+// Clusters are the placed clusters, sorted by name, with the replicas of
+// those a ReplicaSchedulingPreference divides, as the CPV records them.
+func (pl Placement) Clusters() []typesv1beta1.PlacedCluster { return pl.t.placedClusters() }
+
+// Decision is the scheduler's: who ruled which cluster out, and the
+// copies kept.
+func (pl Placement) Decision() framework.Decision { return pl.t.decision }
+
+// Scheduled is the Scheduled condition the decision makes.
+func (pl Placement) Scheduled() (ok bool, reason, message string) { return scheduledCondition(pl.t) }
 
 // placedClusters is targets as the CPV records them.
 func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
@@ -156,7 +189,7 @@ func (p *placer) preference(ctx context.Context, fed *unstructured.Unstructured)
 	rsp := &schedulingv1alpha1.ReplicaSchedulingPreference{}
 	err := p.client.Get(ctx, client.ObjectKeyFromObject(fed), rsp)
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading ReplicaSchedulingPreference %s: %w", client.ObjectKeyFromObject(fed), err)

@@ -422,30 +422,8 @@ func (r *Reconciler) FederatedNamespaceKind(ctx context.Context) (schema.GroupVe
 	if err := r.client.List(ctx, &list); err != nil {
 		return schema.GroupVersionKind{}, false, fmt.Errorf("listing FederatedTypeConfigs: %w", err)
 	}
-	gvk, ok := namespaceKind(list.Items)
+	gvk, ok := propagation.NamespaceKind(list.Items)
 	return gvk, ok, nil
-}
-
-// namespaceKind returns the federated kind of the first (by name)
-// FederatedTypeConfig of Namespaces that enables propagation and is not
-// being deleted.
-func namespaceKind(ftcs []corev1beta1.FederatedTypeConfig) (schema.GroupVersionKind, bool) {
-	var found *propagation.Type
-	name := ""
-	for i := range ftcs {
-		ftc := &ftcs[i]
-		typ := propagation.TypeFromConfig(ftc)
-		if !typ.IsNamespace() || ftc.Spec.Propagation == corev1beta1.Disabled || !ftc.DeletionTimestamp.IsZero() {
-			continue
-		}
-		if found == nil || ftc.Name < name {
-			found, name = &typ, ftc.Name
-		}
-	}
-	if found == nil {
-		return schema.GroupVersionKind{}, false
-	}
-	return found.Federated, true
 }
 
 // noteNamespaces syncs every namespaced resource again when whether (or

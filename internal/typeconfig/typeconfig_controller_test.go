@@ -46,9 +46,9 @@ func TestNamespaceKind(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			gvk, ok := namespaceKind(tt.ftcs)
+			gvk, ok := propagation.NamespaceKind(tt.ftcs)
 			if gvk.Kind != tt.want || ok != (tt.want != "") {
-				t.Errorf("namespaceKind = %v, %v; want %q", gvk, ok, tt.want)
+				t.Errorf("NamespaceKind = %v, %v; want %q", gvk, ok, tt.want)
 			}
 		})
 	}

@@ -74,15 +74,16 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	}
 	sc.add(live)
 	ctx = sc.context(ctx) // the dry run's warnings are scrubbed too
-	policy := policyFor(in, c.Name, p.remediation)
+	policy := propagation.PolicyFor(in.s.spec, c.Name, p.remediation)
 	prev, recorded := in.previous[c.Name]
-	d, err := decide(in, prev, recorded, desired, live, policy)
+	d, err := propagation.DecideWrite(propagation.Copy{Type: in.s.kind.Type, Fed: in.s.fed, Versions: in.v, Previous: prev, Recorded: recorded,
+		Desired: desired, Live: live, Policy: policy, Force: in.force})
 	if err != nil {
 		c.Action, c.Error = ActionUnknown, err.Error()
 		return
 	}
-	c.Action, c.Reason = d.action, d.reason
-	in.timing(c, d.newRevision)
+	c.Action, c.Reason = Action(d.Action), d.Reason
+	in.timing(c, d.NewContent)
 	if !c.Action.writes() {
 		return
 	}
@@ -150,7 +151,7 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 	case live == nil || live.GetLabels()[typesv1beta1.LabelManaged] != "true":
 		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy Fedwarden manages: nothing is deleted"
 		return
-	case !propagation.OwnCopy(in.owner(), in.s.cpv, c.Name, live):
+	case !propagation.OwnCopy(in.s.fed, in.s.cpv, c.Name, live):
 		c.Action, c.Reason = ActionUnchanged, why+"; the copy there is not this resource's (another resource of its name wrote it, fedwarden.io/owner-uid): it is kept"
 		return
 	}

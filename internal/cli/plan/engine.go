@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -63,15 +62,12 @@ func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.
 		revs = list
 	}
 	latest, newRevision, revs := nextRevision(revs, rollout.KeyOf(s.fed))
-	clusters, err := engineClusters(in, revs, latest)
+	input, err := propagation.RolloutInput(s.kind.Type, s.fed, s.spec, s.cpv, in.placed.decided, in.clusters, revs, latest, previousRollout(s.current))
 	if err != nil {
 		return nil, "", err
 	}
-	a := s.fed.GetAnnotations()
-	return newEngine(rollout.Input{
-		Spec: *s.spec.Rollout, Latest: latest, Previous: previousRollout(s.current), Waves: waves, Clusters: clusters,
-		ApproveWave: a[typesv1beta1.AnnotationApproveWave], AllAtOnce: a[typesv1beta1.AnnotationAllAtOnce], Now: time.Now(),
-	}, newRevision), "", nil
+	input.Waves = waves
+	return newEngine(input, newRevision), "", nil
 }
 
 // nextRevision is the number the controller's rollout stage gives the
@@ -107,59 +103,6 @@ func previousRollout(current *unstructured.Unstructured) *typesv1beta1.RolloutSt
 		return nil
 	}
 	return st
-}
-
-// engineClusters is what the engine knows of each placed cluster, from its
-// CPV entry (a Pull cluster's is its agent's), as the controller's
-// rolloutClusters tells it: RolloutPending is in sync at the cluster's own
-// target; a cluster whose copy the latest revision does not change takes
-// it at once.
-func engineClusters(in *planInput, revs []rollout.Revision, latest typesv1beta1.Revision) (map[string]rollout.Cluster, error) {
-	out := map[string]rollout.Cluster{}
-	for _, name := range in.placed.names {
-		cv := in.previous[name]
-		c := rollout.Cluster{Target: cv.TargetRevision, State: cv.State, Health: cv.Health, HealthReason: cv.HealthReason}
-		if c.State == typesv1beta1.RolloutPending {
-			c.State = typesv1beta1.InSync
-		}
-		if c.Target != 0 && c.Target != latest {
-			unchanged, err := unchangedFor(in, revs, c.Target, name)
-			if err != nil {
-				return nil, err
-			}
-			c.Unchanged = unchanged
-		}
-		out[name] = c
-	}
-	return out, nil
-}
-
-// unchangedFor tells whether cluster's copy renders the same from the
-// planned content as from revision held; false when held is not kept any
-// more, or does not render.
-func unchangedFor(in *planInput, revs []rollout.Revision, held typesv1beta1.Revision, cluster string) (bool, error) {
-	rev, ok := rollout.ByNumber(revs, held)
-	if !ok {
-		return false, nil
-	}
-	fed := rollout.Apply(in.s.fed, rev)
-	spec, err := render.ParseSpec(fed)
-	if err != nil {
-		return false, fmt.Errorf("reading revision %d of %s: %w", held, in.s.describe(), err)
-	}
-	var replicas *int32
-	if n, ok := in.placed.replicas[cluster]; ok {
-		replicas = &n
-	}
-	was, err := render.For(renderTarget(in), fed, spec, cluster, replicas)
-	if err != nil {
-		return false, nil
-	}
-	now, err := render.For(renderTarget(in), in.s.fed, in.s.spec, cluster, replicas)
-	if err != nil {
-		return false, nil
-	}
-	return render.ContentHash(was.Object) == render.ContentHash(now.Object), nil
 }
 
 // summarize fills r with the decision: the revisions, each wave's phase

@@ -5,11 +5,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -246,54 +244,3 @@ func equalRevisions(a, b []typesv1beta1.Revision) bool {
 	return true
 }
 
-// TestEngineClusters: the engine is told of each placed cluster what the
-// controller tells it: a RolloutPending entry is in sync at its target; a
-// cluster whose copy the planned content does not change (an override of
-// another cluster) takes the latest at once; a Pull cluster is no
-// exception either way (its agent applies the revision the CPV names).
-func TestEngineClusters(t *testing.T) {
-	t.Parallel()
-	const doc = `{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "metadata": {"name": "web", "namespace": "shop"},
-		"spec": {"overrides": [{"clusterName": "b", "clusterOverrides": [{"path": "/spec/replicas", "value": 5}]}],
-		"template": {"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}}}}}`
-	in := testInput(false, false)
-	in.s.fed = &unstructured.Unstructured{}
-	if err := in.s.fed.UnmarshalJSON([]byte(doc)); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := render.ParseSpec(in.s.fed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in.s.spec = spec
-	// Revision 1 had no override: the planned content, revision 2,
-	// changes b's copy only.
-	template, _, _ := unstructured.NestedMap(in.s.fed.Object, "spec", "template")
-	revs := []rollout.Revision{{Number: 1, Template: template}}
-	in.placed = placement{names: []string{"a", "b", "edge", "gone", "new"}}
-	pending := typesv1beta1.ClusterVersion{TargetRevision: 1, State: typesv1beta1.RolloutPending, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated"}
-	in.previous = map[string]typesv1beta1.ClusterVersion{"a": pending, "b": pending, "edge": pending, "gone": {TargetRevision: 7, State: typesv1beta1.InSync}}
-	pull := &corev1beta1.FederatedCluster{Spec: corev1beta1.FederatedClusterSpec{SyncMode: corev1beta1.SyncModePull}}
-	in.joined = map[string]*corev1beta1.FederatedCluster{"b": pull, "edge": pull}
-	got, err := engineClusters(in, revs, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inSync := rollout.Cluster{Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated"}
-	want := map[string]rollout.Cluster{
-		"a":    {Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated", Unchanged: true},
-		"b":    inSync,
-		"edge": {Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated", Unchanged: true},
-		// Revision 7 is not kept: not known to be the same.
-		"gone": {Target: 7, State: typesv1beta1.InSync},
-		"new":  {},
-	}
-	for name, w := range want {
-		if got[name] != w {
-			t.Errorf("%s: %+v, want %+v", name, got[name], w)
-		}
-	}
-	if len(got) != len(want) {
-		t.Errorf("clusters %v, want %d", got, len(want))
-	}
-}

@@ -17,8 +17,9 @@ type planInput struct {
 	rollout Rollout
 	// v are the versions the controller would stamp the copies with.
 	v render.Versions
-	// joined are the FederatedClusters by name.
-	joined map[string]*corev1beta1.FederatedCluster
+	// joined are the FederatedClusters by name; clusters as listed.
+	joined   map[string]*corev1beta1.FederatedCluster
+	clusters []corev1beta1.FederatedCluster
 	// previous are the CPV's entries by cluster.
 	previous map[string]typesv1beta1.ClusterVersion
 	// force: a new kubefed.io/resync value makes the controller write
@@ -49,7 +50,7 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 		return nil, fmt.Errorf("%s: %w", s.describe(), err)
 	}
 	in := &planInput{
-		s: s, placed: pl, rollout: ro, joined: map[string]*corev1beta1.FederatedCluster{}, previous: map[string]typesv1beta1.ClusterVersion{},
+		s: s, placed: pl, rollout: ro, joined: map[string]*corev1beta1.FederatedCluster{}, clusters: joined, previous: map[string]typesv1beta1.ClusterVersion{},
 		v: render.NextVersions(s.cpv.Status, render.ContentHash(render.Template(s.fed)), render.OverridesHash(s.spec.Overrides, pl.replicas)),
 	}
 	names := slices.Clone(pl.names)

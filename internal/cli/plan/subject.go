@@ -59,7 +59,7 @@ func (p *planner) subject(ctx context.Context, o *options, manifest *manifestObj
 	if err != nil {
 		return nil, err
 	}
-	if reason, msg := outOfReach(s.kind.Type, s.fed); reason != "" {
+	if reason, msg := propagation.OutOfReach(s.kind.Type, s.fed); reason != "" {
 		return nil, fmt.Errorf("%s: %s", s.describe(), msg)
 	}
 	if s.spec, err = render.ParseSpec(s.fed); err != nil {
@@ -96,7 +96,9 @@ func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *resync
 	case err != nil:
 		return fmt.Errorf("reading %s: %w", s.describe(), err)
 	default:
+		// The controller stamps copies with the host's resource's UID.
 		s.exists, s.current = true, live
+		s.fed.SetUID(live.GetUID())
 	}
 	return nil
 }
@@ -135,11 +137,7 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 	case err != nil:
 		return fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(key.Namespace, key.Name), err)
 	}
-	owner := s.fed
-	if s.current != nil {
-		owner = s.current
-	}
-	if earlier := propagation.EarlierOwner(s.cpv, owner); earlier != nil {
+	if earlier := propagation.EarlierOwner(s.cpv, s.fed); earlier != nil {
 		// The controller writes nothing until the garbage collector has
 		// deleted it, then starts without it.
 		s.waiting = earlier.Error() + ": the controller writes nothing until the garbage collector has deleted it; planned as for a resource without one"
@@ -165,24 +163,6 @@ func kindOf(resolver *resync.Resolver, group, kind string) (resync.Kind, error) 
 		known = strings.Join(kinds, ", ")
 	}
 	return resync.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", resync.ErrUnknownKind, kind, group, known)
-}
-
-// outOfReach tells why the controller would sync nothing of fed, as
-// propagation does for a FederatedNamespace that is not named after its
-// namespace or that federates a system namespace.
-func outOfReach(typ propagation.Type, fed *unstructured.Unstructured) (reason, message string) {
-	if !typ.IsNamespace() {
-		return "", ""
-	}
-	name, namespace := fed.GetName(), fed.GetNamespace()
-	switch {
-	case typ.FederatedNamespaced && name != namespace:
-		return typesv1beta1.ReasonNameNotNamespace, fmt.Sprintf("a %s federates the namespace it lives in, and this one is named %s in namespace %s: "+
-			"the controller syncs nothing of it", typ.Federated.Kind, name, namespace)
-	case strings.HasPrefix(name, "kube-"):
-		return typesv1beta1.ReasonSystemNamespace, fmt.Sprintf("%s is a Kubernetes system namespace: Fedwarden never writes it in a member", name)
-	}
-	return "", ""
 }
 
 func describeKey(namespace, name string) string {
