@@ -42,7 +42,7 @@ func (b *bringer) printNext(w io.Writer) {
 		fmt.Fprintf(w, "  %s drift -A -o wide\n", fw)
 		fmt.Fprintf(w, "  %s diff fdeploy/web -n demo\n", fw)
 	} else {
-		fmt.Fprintf(w, "\n  # Federate something: %s federate, or apply a FederatedDeployment (see README)\n", fw)
+		fmt.Fprintf(w, "\n  # Federate something: %s federate, or apply a FederatedDeployment (docs/reference/api.md)\n", fw)
 	}
 	fmt.Fprintf(w, "\nMember kubeconfigs: %s/<member>/kubeconfig\n", filepath.Join(b.fed.Dir))
 	logs := "controller-manager.log"
