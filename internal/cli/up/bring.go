@@ -22,10 +22,11 @@ import (
 
 // bringer brings a local federation up and down, saying what it does.
 type bringer struct {
-	out  io.Writer
-	self string // the fedwarden binary, run for join, enable and controller-manager
-	dir  string
-	opts *options
+	out   io.Writer
+	self  string // the fedwarden binary, run for join, enable and controller-manager
+	typed string // how to type self in a shell here (typedName), for printNext
+	dir   string
+	opts  *options
 
 	fed        *localfed.Federation
 	children   []*child // in the order they started

@@ -94,7 +94,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return fmt.Errorf("finding the fedwarden binary: %w", err)
 	}
-	b := &bringer{out: s.ErrOut, self: self, dir: dir, opts: o}
+	b := &bringer{out: s.ErrOut, self: self, typed: typedName(self), dir: dir, opts: o}
 	startCtx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	upErr := b.up(startCtx)
