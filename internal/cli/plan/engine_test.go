@@ -243,4 +243,3 @@ func equalRevisions(a, b []typesv1beta1.Revision) bool {
 	}
 	return true
 }
-

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/propagation"
