@@ -205,23 +205,9 @@ func (a *applier) readCopy(ctx context.Context, member *clustercache.Member, in 
 	return nil, &res
 }
 
-// write applies desired, stamped with the versions and its hash, keeping
-// the member's replicas when the resource retains them.
+// write applies desired as Stamped makes it.
 func (a *applier) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
-	if in.spec.RetainReplicas && existing != nil {
-		if replicas, found, _ := unstructured.NestedFieldNoCopy(existing.Object, "spec", "replicas"); found {
-			_ = unstructured.SetNestedField(desired.Object, replicas, "spec", "replicas")
-		}
-	}
-	annotations := desired.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.Template)
-	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.Override)
-	annotations[typesv1beta1.AnnotationDesiredHash] = hash
-	annotations[typesv1beta1.AnnotationOwnerUID] = string(in.fed.GetUID()) // after hashing: not in hash (see ownCopy)
-	desired.SetAnnotations(annotations)
+	desired = Stamped(desired, existing, in.spec.RetainReplicas, in.v, in.fed.GetUID())
 	if a.typ.IsNamespace() && existing == nil {
 		if failed := a.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
 			return *failed
@@ -454,4 +440,30 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 		return false, &res
 	}
 	return true, nil
+}
+
+// Stamped is the object a sync applies for desired, whose content hash
+// the copy records: desired with the member's replicas when the resource
+// retains them (existing is the member's copy, nil when none), stamped
+// with the versions v, the content hash and owner, the UID of the
+// resource. The owner is stamped after hashing, so it is no part of the
+// hash (see ownCopy). fedwarden plan dry-runs the same object.
+func Stamped(desired, existing *unstructured.Unstructured, retainReplicas bool, v render.Versions, owner types.UID) *unstructured.Unstructured {
+	out := desired.DeepCopy()
+	hash := render.ContentHash(desired.Object)
+	if retainReplicas && existing != nil {
+		if replicas, found, _ := unstructured.NestedFieldCopy(existing.Object, "spec", "replicas"); found {
+			_ = unstructured.SetNestedField(out.Object, replicas, "spec", "replicas")
+		}
+	}
+	annotations := out.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[typesv1beta1.AnnotationTemplateVersion] = string(v.Template)
+	annotations[typesv1beta1.AnnotationOverrideVersion] = string(v.Override)
+	annotations[typesv1beta1.AnnotationDesiredHash] = hash
+	annotations[typesv1beta1.AnnotationOwnerUID] = string(owner)
+	out.SetAnnotations(annotations)
+	return out
 }

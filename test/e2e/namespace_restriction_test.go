@@ -328,7 +328,8 @@ func (b *nsBed) memberState(t *testing.T, namespaces ...string) map[string]map[s
 // (Scheduled, reason CopiesKept, and an Event); a new one there goes
 // nowhere, and says so. Then the user's FederatedNamespace, placed on
 // member-1, is intent: member-2's copy goes, member-1's stays, and the new
-// one reaches member-1.
+// one reaches member-1. Last, plan of a new FederatedNamespace with a
+// resource of its namespace places both as the controller then does.
 func TestEnablingNamespacesReportsAndKeepsCopies(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
@@ -392,6 +393,7 @@ func TestEnablingNamespacesReportsAndKeepsCopies(t *testing.T) {
 		}
 	}
 	bed.checkConfigMap(t, m1, "shop", "web", uid1)
+	checkPlanOfANamespaceWithItsResources(t, bed, m1, m2)
 }
 
 // With namespaces federated, a new controller-manager starts the type

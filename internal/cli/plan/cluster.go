@@ -87,7 +87,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	if !c.Action.writes() {
 		return
 	}
-	write := stamped(in, desired, live)
+	write := propagation.Stamped(desired, live, in.s.spec.RetainReplicas, in.v, in.s.fed.GetUID())
 	c.DryRun = p.dryRunApply(ctx, in, member, write)
 	if c.DryRun.Status == DryRunFailed {
 		c.Error = c.DryRun.Message
@@ -204,25 +204,6 @@ func resource(in *planInput, member *clustercache.Member, namespace string) dyna
 func renderTarget(in *planInput) render.Target {
 	t := in.s.kind.Type
 	return render.Target{Kind: t.Target, Namespaced: t.TargetNamespaced}
-}
-
-// stamped returns the object the controller would apply: desired, with the
-// member's replicas when the resource retains them, stamped with the
-// versions and desired's content hash.
-func stamped(in *planInput, desired, live *unstructured.Unstructured) *unstructured.Unstructured {
-	out := desired.DeepCopy()
-	if in.s.spec.RetainReplicas {
-		memberdiff.RetainReplicas(out, live)
-	}
-	annotations := out.GetAnnotations()
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[typesv1beta1.AnnotationTemplateVersion] = string(in.v.Template)
-	annotations[typesv1beta1.AnnotationOverrideVersion] = string(in.v.Override)
-	annotations[typesv1beta1.AnnotationDesiredHash] = render.ContentHash(desired.Object)
-	out.SetAnnotations(annotations)
-	return out
 }
 
 // rendered is the copy as the report shows it: with the versions, a

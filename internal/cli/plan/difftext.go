@@ -17,6 +17,7 @@ func diffText(in *planInput, cluster string, write, live *unstructured.Unstructu
 	desired := write.DeepCopy()
 	annotations := desired.GetAnnotations()
 	delete(annotations, typesv1beta1.AnnotationDesiredHash)
+	delete(annotations, typesv1beta1.AnnotationOwnerUID)
 	desired.SetAnnotations(annotations)
 	location := cluster + "/" + describeKey(desired.GetNamespace(), desired.GetName())
 	v, err := memberdiff.Compare(memberdiff.Input{

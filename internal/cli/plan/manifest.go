@@ -5,42 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// manifestObject is the Federated<Kind> of -f FILE.
+// manifestObject is one object of -f: a Federated<Kind> to plan.
 type manifestObject struct {
 	obj *unstructured.Unstructured
-	// file names it in messages.
+	// file names it in messages: the file, and its place there when the
+	// file holds several objects.
 	file string
 }
 
-// readManifest reads the one object of the YAML or JSON file at path, or
-// of in when path is "-".
-func readManifest(path string, in io.Reader) (*manifestObject, error) {
-	var data []byte
-	var err error
+// manifestExtensions are the files of a directory -f reads, as kubectl's.
+var manifestExtensions = []string{".yaml", ".yml", ".json"}
+
+// readManifests reads the objects of -f: a YAML or JSON file of one or
+// more objects, each file of a directory (not its subdirectories) whose
+// name ends in .yaml, .yml or .json, in name order, or in when path is
+// "-".
+func readManifests(path string, in io.Reader) ([]*manifestObject, error) {
 	if path == "-" {
-		data, err = io.ReadAll(in)
-	} else {
-		data, err = os.ReadFile(path)
+		data, err := io.ReadAll(in)
+		if err != nil {
+			return nil, fmt.Errorf("-f -: %w", err)
+		}
+		objs, err := decodeAll(path, data)
+		if err == nil && len(objs) == 0 {
+			err = errors.New("-f -: holds no object; plan takes Federated<Kind> manifests")
+		}
+		return objs, err
 	}
+	files, err := manifestFiles(path)
 	if err != nil {
 		return nil, fmt.Errorf("-f %s: %w", path, err)
 	}
-	obj, err := decodeOne(data)
-	if err != nil {
-		return nil, fmt.Errorf("-f %s: %w", path, err)
+	var out []*manifestObject
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("-f %s: %w", file, err)
+		}
+		objs, err := decodeAll(file, data)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
 	}
-	return &manifestObject{obj: obj, file: path}, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-f %s: holds no object; plan takes Federated<Kind> manifests", path)
+	}
+	return out, nil
 }
 
-// decodeOne decodes data, YAML or JSON, which must hold exactly one object
-// with an apiVersion, a kind and a name.
-func decodeOne(data []byte) (*unstructured.Unstructured, error) {
+// manifestFiles is path, or the manifest files of the directory path.
+func manifestFiles(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if pathErr := (*fs.PathError)(nil); errors.As(err, &pathErr) {
+		return nil, pathErr.Err // the message names path already
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		if !e.IsDir() && slices.Contains(manifestExtensions, strings.ToLower(filepath.Ext(e.Name()))) {
+			files = append(files, filepath.Join(path, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("the directory has no %s file", strings.Join(manifestExtensions, ", "))
+	}
+	return files, nil // os.ReadDir sorts by name
+}
+
+// decodeAll decodes the objects of file's data, YAML or JSON; each must
+// have an apiVersion, a kind and a name.
+func decodeAll(file string, data []byte) ([]*manifestObject, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var objs []map[string]any
 	for {
@@ -50,25 +104,25 @@ func decodeOne(data []byte) (*unstructured.Unstructured, error) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("not a YAML or JSON object: %w", err)
+			return nil, fmt.Errorf("-f %s: not a YAML or JSON object: %w", file, err)
 		}
 		if len(obj) > 0 {
 			objs = append(objs, obj)
 		}
 	}
-	switch len(objs) {
-	case 0:
-		return nil, errors.New("holds no object; plan takes one Federated<Kind> manifest")
-	case 1:
-	default:
-		return nil, fmt.Errorf("holds %d objects; plan takes one Federated<Kind> manifest", len(objs))
+	var out []*manifestObject
+	for i, obj := range objs {
+		m := &manifestObject{obj: &unstructured.Unstructured{Object: obj}, file: file}
+		if len(objs) > 1 {
+			m.file = fmt.Sprintf("%s (object %d)", file, i+1)
+		}
+		switch {
+		case m.obj.GetAPIVersion() == "" || m.obj.GetKind() == "":
+			return nil, fmt.Errorf("-f %s: the object has no apiVersion or kind", m.file)
+		case m.obj.GetName() == "":
+			return nil, fmt.Errorf("-f %s: the object has no metadata.name", m.file)
+		}
+		out = append(out, m)
 	}
-	u := &unstructured.Unstructured{Object: objs[0]}
-	switch {
-	case u.GetAPIVersion() == "" || u.GetKind() == "":
-		return nil, errors.New("the object has no apiVersion or kind")
-	case u.GetName() == "":
-		return nil, errors.New("the object has no metadata.name")
-	}
-	return u, nil
+	return out, nil
 }

@@ -54,9 +54,12 @@ type options struct {
 const long = `Plan shows, before a change to a federated resource is applied, what the
 control plane would do in each member cluster, and writes nothing anywhere.
 
-With -f FILE, it plans the Federated<Kind> manifest in FILE (YAML or JSON, one
-object): a new resource, or a change to an existing one. With KIND/NAME, it
-plans the resource as the host has it now: what the controller would do next.
+With -f FILE, it plans the Federated<Kind> manifests in FILE (YAML or JSON, one
+object or more), or in the .yaml, .yml and .json files of a directory, as if
+all were applied: each a new resource, or a change to an existing one; a
+FederatedNamespace among them federates its namespace for the others. With
+KIND/NAME, it plans the resource as the host has it now: what the controller
+would do next.
 
 For each cluster it shows:
   - the placement: the scheduler's decision on the host's FederatedClusters,
@@ -129,7 +132,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	})
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
-	f.StringVarP(&o.file, "filename", "f", "", "a Federated<Kind> manifest, YAML or JSON, one object (- reads standard input): plan it instead of the resource the host has")
+	f.StringVarP(&o.file, "filename", "f", "", "Federated<Kind> manifests: a YAML or JSON file of one or more objects, or a directory of such files (- reads standard input); plans them instead of a resource the host has")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the federated resource (default the manifest's, else the context's namespace, else default)")
 	f.StringVarP(&o.output, "output", "o", "", "output format: json (default: a report per cluster)")
 	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
@@ -149,7 +152,7 @@ func (o *options) setArgs(args []string) error {
 	case len(args) == 1 && o.file != "":
 		return fmt.Errorf("plan takes -f FILE or KIND/NAME, not both")
 	case len(args) == 0 && o.file == "":
-		return fmt.Errorf("plan needs -f FILE, a Federated<Kind> manifest, or KIND/NAME, a federated resource of the host")
+		return fmt.Errorf("plan needs -f FILE, Federated<Kind> manifests, or KIND/NAME, a federated resource of the host")
 	case len(args) == 1:
 		ref, err := resync.ParseRef(args[0])
 		if err != nil {
@@ -193,13 +196,13 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
 		return streams.UsageError(err)
 	}
-	var manifest *manifestObject
+	var manifests []*manifestObject
 	if o.file != "" {
-		m, err := readManifest(o.file, s.In)
+		m, err := readManifests(o.file, s.In)
 		if err != nil {
 			return streams.UsageError(err)
 		}
-		manifest = m
+		manifests = m
 	}
 	host, err := kubeconfig.Load(o.host)
 	if err != nil {
@@ -213,18 +216,22 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
-	sub, err := p.subject(ctx, o, manifest, namespace)
+	subjects, err := p.subjects(ctx, o, manifests, namespace)
 	if err != nil {
 		return err
 	}
-	report, err := p.plan(ctx, sub)
-	if err != nil {
+	var reports []*Report
+	for _, sub := range subjects {
+		report, err := p.plan(ctx, sub)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, report)
+	}
+	if err := write(s.Out, o.output, reports); err != nil {
 		return err
 	}
-	if err := write(s.Out, o.output, report); err != nil {
-		return err
-	}
-	return outcome(report)
+	return outcome(reports)
 }
 
 // exitCode gives err the exit code of an error of plan: any error that has

@@ -24,6 +24,11 @@ func TestUsageErrors(t *testing.T) {
 		"apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {name: b}\n")
 	noKind := filepath.Join(dir, "nokind.yaml")
 	writeFile(t, noKind, "metadata: {name: a}\n")
+	empty := t.TempDir()
+	writeFile(t, filepath.Join(empty, "notes.txt"), "not a manifest\n")
+	noName := filepath.Join(dir, "two-noname.yaml")
+	writeFile(t, noName, "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {name: a}\n---\n"+
+		"apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata: {}\n")
 	garbage := filepath.Join(dir, "garbage.json")
 	writeFile(t, garbage, "{\"apiVersion\": ")
 	tests := []struct {
@@ -31,12 +36,13 @@ func TestUsageErrors(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		{name: "nothing to plan", args: host, wantErr: "plan needs -f FILE, a Federated<Kind> manifest, or KIND/NAME"},
+		{name: "nothing to plan", args: host, wantErr: "plan needs -f FILE, Federated<Kind> manifests, or KIND/NAME"},
 		{name: "both", args: append([]string{"fdeploy/web", "-f", two}, host...), wantErr: "plan takes -f FILE or KIND/NAME, not both"},
 		{name: "two arguments", args: append([]string{"fdeploy/web", "fdeploy/api"}, host...), wantErr: "plan takes one argument"},
 		{name: "not KIND/NAME", args: append([]string{"web"}, host...), wantErr: `"web" is not KIND/NAME`},
-		{name: "missing file", args: append([]string{"-f", filepath.Join(dir, "nope.yaml")}, host...), wantErr: "nope.yaml: open"},
-		{name: "two objects", args: append([]string{"-f", two}, host...), wantErr: "holds 2 objects; plan takes one Federated<Kind> manifest"},
+		{name: "missing file", args: append([]string{"-f", filepath.Join(dir, "nope.yaml")}, host...), wantErr: "nope.yaml: no such file or directory"},
+		{name: "a directory without manifests", args: append([]string{"-f", empty}, host...), wantErr: "the directory has no .yaml, .yml, .json file"},
+		{name: "the second object without a name", args: append([]string{"-f", noName}, host...), wantErr: "two-noname.yaml (object 2): the object has no metadata.name"},
 		{name: "empty standard input", args: append([]string{"-f", "-"}, host...), wantErr: "-f -: holds no object"},
 		{name: "no kind", args: append([]string{"-f", noKind}, host...), wantErr: "the object has no apiVersion or kind"},
 		{name: "not YAML", args: append([]string{"-f", garbage}, host...), wantErr: "not a YAML or JSON object"},
@@ -104,10 +110,23 @@ func TestOutcome(t *testing.T) {
 	for _, tt := range tests {
 		r := &Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: tt.clusters}
 		r.summarize()
-		err := outcome(r)
+		err := outcome([]*Report{r})
 		if got := streams.ExitCode(err); got != tt.want || (tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s: exit code %d (%v), want %d with %q", tt.name, got, err, tt.want, tt.wantErr)
 		}
+	}
+	// Of several resources, an error in one wins over a change in another,
+	// and each is named.
+	changed := &Report{Kind: "FederatedNamespace", Namespace: "shop", Name: "shop", Clusters: []Cluster{{Name: "a", Action: ActionCreate}}}
+	failed := &Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: []Cluster{{Name: "b", Action: ActionUnknown, Error: "down"}}}
+	changed.summarize()
+	failed.summarize()
+	err := outcome([]*Report{changed, failed})
+	if got := streams.ExitCode(err); got != 2 || !strings.Contains(err.Error(), "FederatedDeployment shop/web could not be planned in 1 cluster: b") {
+		t.Errorf("two resources: exit code %d (%v), want 2 naming the one that could not be planned", got, err)
+	}
+	if err := outcome([]*Report{changed, changed}); streams.ExitCode(err) != 1 {
+		t.Errorf("two resources, one changing: %v, want exit code 1", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
@@ -32,9 +33,11 @@ type planner struct {
 	timeout      time.Duration
 	// remediation is the default drift remediation of the controller.
 	remediation typesv1beta1.Remediation
-	// configs are the host's FederatedTypeConfigs, once subject has read
+	// configs are the host's FederatedTypeConfigs, once subjects has read
 	// them.
 	configs []corev1beta1.FederatedTypeConfig
+	// planned are the resources of -f, as the place stage sees them.
+	planned []*unstructured.Unstructured
 }
 
 func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {

@@ -7,20 +7,29 @@ import (
 	"strings"
 )
 
-// write prints r in format: JSON, or the report per cluster.
-func write(w io.Writer, format string, r *Report) error {
+// write prints the reports in format: JSON (one report, or a list of
+// them for several resources), or a report per cluster.
+func write(w io.Writer, format string, reports []*Report) error {
 	if format == outputJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		// Diffs and redaction markers hold < and >: keep them readable.
 		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		if len(reports) == 1 {
+			return enc.Encode(reports[0])
+		}
+		return enc.Encode(reports)
 	}
 	var b strings.Builder
-	printHeader(&b, r)
-	for _, c := range r.Clusters {
-		b.WriteString("\n")
-		printCluster(&b, r, c)
+	for i, r := range reports {
+		if i > 0 {
+			b.WriteString("\n---\n\n")
+		}
+		printHeader(&b, r)
+		for _, c := range r.Clusters {
+			b.WriteString("\n")
+			printCluster(&b, r, c)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

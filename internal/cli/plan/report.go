@@ -252,28 +252,51 @@ func (r *Report) describe() string {
 	return r.Kind + " " + describeKey(r.Namespace, r.Name)
 }
 
-// outcome is the error plan ends with: exit code 2 when a cluster could not
-// be planned, 1 when one would change, is refused or conflicts, else nil.
-func outcome(r *Report) error {
-	s := r.Summary
+// outcome is plan's exit: exitError when a resource could not be planned
+// in some cluster, else exitChanges when any cluster would change, its
+// member refuses, or an object conflicts; nil when nothing would change.
+func outcome(reports []*Report) error {
+	var errs, changes []string
+	for _, r := range reports {
+		e, c := r.outcome()
+		errs, changes = appendNonEmpty(errs, e), appendNonEmpty(changes, c)
+	}
 	switch {
-	case len(s.Errors) > 0:
-		return &streams.ExitError{Code: exitError, Err: fmt.Errorf("%s could not be planned in %s: %s",
-			r.describe(), clusters(len(s.Errors)), join(s.Errors))}
-	case len(s.Changes)+len(s.Refused)+len(s.Conflicts) > 0:
-		var parts []string
-		if len(s.Changes) > 0 {
-			parts = append(parts, fmt.Sprintf("would change %s: %s", clusters(len(s.Changes)), join(s.Changes)))
-		}
-		if len(s.Refused) > 0 {
-			parts = append(parts, fmt.Sprintf("REFUSED by the member in %s: %s", clusters(len(s.Refused)), join(s.Refused)))
-		}
-		if len(s.Conflicts) > 0 {
-			parts = append(parts, fmt.Sprintf("conflicts with an object Fedwarden does not manage in %s: %s", clusters(len(s.Conflicts)), join(s.Conflicts)))
-		}
-		return &streams.ExitError{Code: exitChanges, Err: errors.New(r.describe() + " " + strings.Join(parts, "; "))}
+	case len(errs) > 0:
+		return &streams.ExitError{Code: exitError, Err: errors.New(strings.Join(errs, "; "))}
+	case len(changes) > 0:
+		return &streams.ExitError{Code: exitChanges, Err: errors.New(strings.Join(changes, "; "))}
 	}
 	return nil
+}
+
+// outcome says what could not be planned, and what would change.
+func (r *Report) outcome() (errs, changes string) {
+	s := r.Summary
+	if len(s.Errors) > 0 {
+		errs = fmt.Sprintf("%s could not be planned in %s: %s", r.describe(), clusters(len(s.Errors)), join(s.Errors))
+	}
+	var parts []string
+	if len(s.Changes) > 0 {
+		parts = append(parts, fmt.Sprintf("would change %s: %s", clusters(len(s.Changes)), join(s.Changes)))
+	}
+	if len(s.Refused) > 0 {
+		parts = append(parts, fmt.Sprintf("REFUSED by the member in %s: %s", clusters(len(s.Refused)), join(s.Refused)))
+	}
+	if len(s.Conflicts) > 0 {
+		parts = append(parts, fmt.Sprintf("conflicts with an object Fedwarden does not manage in %s: %s", clusters(len(s.Conflicts)), join(s.Conflicts)))
+	}
+	if len(parts) > 0 {
+		changes = r.describe() + " " + strings.Join(parts, "; ")
+	}
+	return errs, changes
+}
+
+func appendNonEmpty(list []string, s string) []string {
+	if s == "" {
+		return list
+	}
+	return append(list, s)
 }
 
 // clusters says "1 cluster", "2 clusters".

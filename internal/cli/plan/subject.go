@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,30 +43,52 @@ func (s *subject) describe() string {
 	return s.kind.Type.Federated.Kind + " " + describeKey(s.fed.GetNamespace(), s.fed.GetName())
 }
 
-// subject reads the resource to plan: manifest, or the one o.ref names, in
-// namespace.
-func (p *planner) subject(ctx context.Context, o *options, manifest *manifestObject, namespace string) (*subject, error) {
+// subjects reads the resources to plan: the manifests of -f, or the one
+// o.ref names, in namespace. The place stage then sees the manifests as
+// applied (overlay).
+func (p *planner) subjects(ctx context.Context, o *options, manifests []*manifestObject, namespace string) ([]*subject, error) {
 	resolver, err := resync.NewResolver(ctx, p.host, p.disco)
 	if err != nil {
 		return nil, err
 	}
 	p.configs = resolver.Configs
-	s := &subject{}
-	if manifest != nil {
-		err = p.fromManifest(ctx, s, resolver, manifest, o.namespace, namespace)
-	} else {
-		err = p.fromHost(ctx, s, resolver, o.ref, namespace)
+	if len(manifests) == 0 {
+		s := &subject{}
+		if err := p.fromHost(ctx, s, resolver, o.ref, namespace); err != nil {
+			return nil, err
+		}
+		return []*subject{s}, p.read(ctx, s)
 	}
-	if err != nil {
-		return nil, err
+	var out []*subject
+	for _, m := range manifests {
+		s := &subject{}
+		if err := p.fromManifest(ctx, s, resolver, m, o.namespace, namespace); err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(out, func(o *subject) bool { return o.describe() == s.describe() }); i >= 0 {
+			return nil, streams.UsageError(fmt.Errorf("-f %s: %s is planned twice: %s holds it too", m.file, s.describe(), manifests[i].file))
+		}
+		if err := p.read(ctx, s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+		p.planned = append(p.planned, s.fed)
 	}
+	return out, nil
+}
+
+// read checks that the controller syncs s at all, and reads its spec and
+// its ClusterPropagatedVersion.
+func (p *planner) read(ctx context.Context, s *subject) error {
 	if reason, msg := propagation.OutOfReach(s.kind.Type, s.fed); reason != "" {
-		return nil, fmt.Errorf("%s: %s", s.describe(), msg)
+		return fmt.Errorf("%s: %s", s.describe(), msg)
 	}
-	if s.spec, err = render.ParseSpec(s.fed); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.describe(), err)
+	spec, err := render.ParseSpec(s.fed)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.describe(), err)
 	}
-	return s, p.readCPV(ctx, s)
+	s.spec = spec
+	return p.readCPV(ctx, s)
 }
 
 // fromManifest plans the manifest's object, in the namespace it names,
