@@ -117,7 +117,7 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 	}
 	r := newReconciler(mgr, typ, opts, nil)
 	r.apply.clusters, r.place.namespaces = clusters, namespaces
-	r.notifier, r.record.notifier = notifier, notifier
+	r.notifier = notifier
 	return newController(mgr, r, "propagation-"+typ.Name)
 }
 

@@ -31,7 +31,6 @@ type cpvStore struct {
 	reader client.Reader // the host, not the cache
 	// namespace holds the CPVs of cluster-scoped federated resources.
 	namespace string
-	notifier  NamespaceNotifier
 	now       func() time.Time
 	// agent is set when the store runs in a Pull cluster's agent.
 	agent *agentSide
@@ -135,10 +134,6 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 	owner := metav1.OwnerReference{
 		APIVersion: s.typ.Federated.GroupVersion().String(), Kind: s.typ.Federated.Kind,
 		Name: fed.GetName(), UID: fed.GetUID(), Controller: new(true),
-	}
-	if s.typ.IsNamespace() && s.notifier != nil && (cpv.ResourceVersion == "" || !sameNames(clusterNames(cpv.Spec.Clusters), placed)) {
-		// The resources in this namespace go where it goes.
-		defer s.notifier.NamespaceChanged(fed.GetName())
 	}
 	if cpv.ResourceVersion == "" {
 		cpv = &typesv1beta1.ClusterPropagatedVersion{

@@ -4,24 +4,37 @@
 // deletes copies that are no longer placed, and records in the resource's
 // ClusterPropagatedVersion which versions each member really has.
 //
-// A sync is a pipeline with one owner per stage, as Reconciler's
-// reconcileNormal lists them:
+// A sync is a pipeline with one owner per stage. The orchestrator,
+// reconciler.go (Reconciler.reconcileNormal), calls the stages in this
+// order, and no stage calls another:
 //
-//   - place: the placer (schedule.go, with the namespace restriction of
-//     namespaces.go) asks the scheduler of internal/scheduler;
-//   - render: package render makes each cluster's copy from the template
-//     and overrides, and the versions;
+//   - read: the resource's spec, the joined clusters and its CPV
+//     (reconciler.go);
+//   - place: the placer (place.go) asks the scheduler of internal/scheduler,
+//     within the namespace restriction; Placer runs it for fedwarden plan;
+//   - rollout: under spec.rollout Waves, the revision each placed cluster
+//     is to have (rollout.go, on internal/rollout); RolloutInput is the
+//     engine's input, for plan too;
+//   - record for agents: when a Pull cluster is placed, the CPV's spec is
+//     written before the apply stage (reconciler.go, recordForAgents);
 //   - apply: the applier (applier.go, membersync.go, driftcheck.go,
-//     refusals.go, lastwrites.go) writes the member copies, checks them for
-//     drift, applies the adoption rules and deletes the copies of clusters
-//     the resource left; a Pull cluster's agent (agentsync.go) uses it too;
-//   - record: the cpvStore (cpvstore.go, cpvstatus.go) writes the
-//     ClusterPropagatedVersion, its spec and status, and an agent's own
-//     entry;
+//     refusals.go, lastwrites.go, namespaces.go) renders each cluster's
+//     copy (package render), decides with DecideWrite (decide.go, the one
+//     write-or-drift rule, which plan calls too) and writes it as Stamped
+//     makes it; it deletes the copies of clusters the resource left, by the
+//     delete rule of removals.go (placedBy, ownCopy). Every member message
+//     passes the scrubber (scrub.go). A Pull cluster's agent (agentsync.go,
+//     pull.go) runs the same applier in its own cluster;
+//   - record: the cpvStore (cpvstore.go, cpvstatus.go, ledger.go) writes
+//     the ClusterPropagatedVersion, its spec and status, and an agent's
+//     own entry;
 //   - report: the reporter (report.go, status.go, driftevents.go, the drift
 //     gauge of metrics.go) writes the resource's status and conditions and
 //     its Events. It is deferred, so that it runs on every exit: a sync
 //     that stops part way says why in the Propagated condition.
+//
+// A resource being deleted takes delete.go's path instead: every copy the
+// delete rule says is its own is deleted, then the finalizer goes.
 //
 // A member copy carries the label kubefed.io/managed=true and annotations
 // with the template version, the override version and a hash of the

@@ -96,9 +96,10 @@ type syncState struct {
 	rollout *rolloutPlan
 }
 
-// reconcileNormal syncs fed: read, place, claim (the finalizer), apply,
-// record; the report stage is deferred, so that it runs on every exit and
-// says what the sync learned, or why it stopped.
+// reconcileNormal syncs fed: read, place, claim (the finalizer), rollout,
+// record for agents, apply, record; the report stage is deferred, so that
+// it runs on every exit and says what the sync learned, or why it stopped.
+// It alone calls the stages (doc.go).
 func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unstructured) (res reconcile.Result, err error) {
 	if reason, msg := OutOfReach(r.typ, fed); reason != "" {
 		return reconcile.Result{}, r.report.refuse(ctx, fed, reason, msg)
@@ -115,10 +116,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if s.t, s.rsp, err = r.place.schedule(ctx, fed, s.spec, s.cpv, s.clusters); err != nil {
 		return reconcile.Result{}, err
 	}
+	if r.namespaceMoves(s) {
+		// The resources in this namespace go where it goes.
+		defer r.notifier.NamespaceChanged(fed.GetName())
+	}
 	if err := r.claim(ctx, s); err != nil || s.gone {
 		return reconcile.Result{}, err
 	}
 	if err := r.planRollout(ctx, s); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := r.recordForAgents(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
 	if err := r.applyCopies(ctx, s); err != nil {
@@ -159,6 +167,13 @@ func (r *Reconciler) read(ctx context.Context, s *syncState) error {
 	return nil
 }
 
+// namespaceMoves tells whether s is the sync of a FederatedNamespace that
+// places it elsewhere than its CPV records: the resources of the namespace
+// are then synced again, to follow it.
+func (r *Reconciler) namespaceMoves(s *syncState) bool {
+	return r.typ.IsNamespace() && r.notifier != nil && (s.cpv.ResourceVersion == "" || !sameNames(clusterNames(s.cpv.Spec.Clusters), s.t.names))
+}
+
 // claim adds the sync finalizer. It lands before anything is written for
 // the resource: a copy never exists without it, so that a crash between
 // the first member write and the finalizer cannot leave copies that
@@ -178,18 +193,23 @@ func (r *Reconciler) claim(ctx context.Context, s *syncState) error {
 	return fmt.Errorf("adding the finalizer: %w", err)
 }
 
-// applyCopies is the apply stage: it makes the copies in the placed
-// clusters current and removes those of clusters the resource left. The
-// members are written before the CPV is created or updated, so that a new
-// resource reaches them after a single host write (the finalizer); a CPV
-// that does not exist yet has no versions, and the first are 1.
-func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) (err error) {
-	if placesPull(s.t.names, s.set) {
-		// A Pull cluster's agent starts from the CPV: write it first.
-		if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s)); err != nil {
-			return err
-		}
+// recordForAgents is the record stage's placement, written before the
+// apply stage when a Pull cluster is placed: its agent starts from the
+// CPV. Otherwise the CPV is written after the members (recordVersions),
+// so that a new resource reaches them after a single host write (the
+// finalizer).
+func (r *Reconciler) recordForAgents(ctx context.Context, s *syncState) (err error) {
+	if !placesPull(s.t.names, s.set) {
+		return nil
 	}
+	s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s))
+	return err
+}
+
+// applyCopies is the apply stage: it makes the copies in the placed
+// clusters current and removes those of clusters the resource left. A CPV
+// that does not exist yet has no versions, and the first are 1.
+func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) error {
 	s.in = newSyncInput(s.fed, s.spec, s.cpv, s.t)
 	s.in.joined = s.set
 	s.in.keptByNamespace = s.t.keptByNamespace
@@ -270,4 +290,32 @@ func jittered(period time.Duration) time.Duration {
 		return 0
 	}
 	return period + time.Duration(rand.Int64N(int64(period)/10+1))
+}
+
+// dropGone takes out of results and t the clusters whose sync found that a
+// copy kept only by the namespace restriction is gone (deleted with its
+// namespace, say): there is nothing left to keep, and a new copy there
+// would be a new placement, which the restriction forbids. Their CPV
+// entries then go, and the Scheduled condition says they are ruled out.
+func dropGone(results []clusterResult, t targets) ([]clusterResult, targets) {
+	gone := map[string]bool{}
+	for _, res := range results {
+		if res.gone {
+			gone[res.name] = true
+		}
+	}
+	if len(gone) == 0 {
+		return results, t
+	}
+	results = slices.DeleteFunc(slices.Clone(results), func(res clusterResult) bool { return gone[res.name] })
+	t.names = slices.DeleteFunc(slices.Clone(t.names), func(name string) bool { return gone[name] })
+	replicas := map[string]int32{}
+	for name, n := range t.replicas {
+		if !gone[name] {
+			replicas[name] = n
+		}
+	}
+	t.replicas = replicas
+	t.decision = withoutClusters(t.decision, gone, "its copy is gone, and the restriction places no new one")
+	return results, t
 }

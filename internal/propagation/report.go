@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -203,4 +204,28 @@ func stoppedMessage(err error) string {
 		return fmt.Sprintf("not synced: %v; the resource is synced again when it changes", err)
 	}
 	return fmt.Sprintf("the last sync stopped before it finished, and is retried: %v", err)
+}
+
+// refusedStatus is the status of a resource that is not synced, for
+// reason: both conditions False with the reason, and no cluster.
+func refusedStatus(old typesv1beta1.FederatedStatus, reason, message string, generation int64, now metav1.Time) typesv1beta1.FederatedStatus {
+	st := typesv1beta1.FederatedStatus{ObservedGeneration: generation, Conditions: append([]metav1.Condition(nil), old.Conditions...), ClusterCount: new(int32(0))}
+	setCondition(&st.Conditions, typesv1beta1.FederatedScheduled, false, reason, message, generation, now)
+	setCondition(&st.Conditions, typesv1beta1.FederatedPropagated, false, reason, message, generation, now)
+	return st
+}
+
+// refuse reports, with the resource's conditions and an Event when they
+// change, why fed is not synced, and writes nothing else: no member, no CPV,
+// no finalizer. Retrying cannot fix the input: the error is terminal.
+func (rep *reporter) refuse(ctx context.Context, fed *unstructured.Unstructured, reason, message string) error {
+	old := federatedStatusOf(fed)
+	if c := meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedPropagated); (c == nil || c.Reason != reason || c.Message != message) && rep.recorder != nil {
+		rep.recorder.Eventf(fed, nil, corev1.EventTypeWarning, reason, "Sync", "%s", message)
+	}
+	next := refusedStatus(old, reason, message, fed.GetGeneration(), metav1.NewTime(rep.now()))
+	if err := rep.patchFederatedStatus(ctx, fed, old, next); err != nil {
+		return err
+	}
+	return reconcile.TerminalError(fmt.Errorf("%s %s is not synced: %s", rep.typ.Federated.Kind, client.ObjectKeyFromObject(fed), reason))
 }

@@ -3,6 +3,7 @@ package propagation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -251,4 +253,157 @@ func joinNames(names []string) string {
 		return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListedClusters], ", "), len(names)-maxListedClusters)
 	}
 	return strings.Join(names, ", ")
+}
+
+// place returns the sorted names of the clusters a placement selects among
+// the joined clusters, as the scheduler's ClusterAffinity reads it (see
+// clusteraffinity.Selects): spec.placement.clusters by name when the list
+// is present (an empty list selects none, as in KubeFed), else the clusters
+// whose labels match clusterSelector (an empty selector selects all), else
+// none; never one spec.placement.excludeClusters names. Named clusters
+// that are not joined are returned too: their status says so.
+func place(p typesv1beta1.Placement, clusters []corev1beta1.FederatedCluster) ([]string, error) {
+	labelsOf := map[string]map[string]string{}
+	for _, c := range clusters {
+		labelsOf[c.Name] = c.Labels
+	}
+	candidates := slices.Collect(maps.Keys(labelsOf))
+	for _, c := range p.Clusters {
+		candidates = append(candidates, string(c.Name))
+	}
+	if p.Clusters == nil && p.ClusterSelector == nil {
+		return nil, nil // no placement at all
+	}
+	if p.Clusters == nil {
+		// A bad selector is an error even when no cluster is joined.
+		if _, err := clusteraffinity.Selector(p); err != nil {
+			return nil, err
+		}
+	}
+	var names []string
+	if p.Clusters != nil {
+		names = []string{} // placed on a list, maybe nowhere on purpose
+	}
+	for _, name := range candidates {
+		ok, _, err := clusteraffinity.Selects(p, name, labelsOf[name])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// namespaceRestriction keeps a namespaced resource to the clusters its
+// namespace is federated to, when namespaces are federated (KubeFed's
+// rule). A FederatedNamespace's placement is the user's intent: a cluster
+// it leaves out loses its copy. A namespace without a FederatedNamespace
+// (what `fedwarden enable namespaces` on a live federation finds), or whose
+// FederatedNamespace's placement cannot be read, is state: new placements
+// go nowhere, and the copies already there are kept and reported.
+func (p *placer) namespaceRestriction(ctx context.Context, fed *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) (*scheduler.Restriction, string, string, error) {
+	if !p.typ.TargetNamespaced || p.namespaces == nil {
+		return nil, "", "", nil
+	}
+	gvk, federated, err := p.namespaces.FederatedNamespaceKind(ctx)
+	if err != nil || !federated {
+		return nil, "", "", err
+	}
+	namespace := fed.GetNamespace()
+	fns := &unstructured.Unstructured{}
+	fns.SetGroupVersionKind(gvk)
+	err = p.client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: namespace}, fns)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		msg := fmt.Sprintf("namespace %s has no %s of the same name: namespaced resources go only to the clusters their namespace is federated to; "+
+			"copies already in clusters stay (Scheduled condition, reason %s) until the %s places the namespace", namespace, gvk.Kind, typesv1beta1.ReasonCopiesKept, gvk.Kind)
+		return &scheduler.Restriction{Plugin: gvk.Kind, Reason: "namespace " + namespace + " is not federated"}, typesv1beta1.ReasonNamespaceNotFederated, msg, nil
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("reading %s %s: %w", gvk.Kind, namespace, err)
+	}
+	nsPlaced, err := namespacePlacement(fns, clusters)
+	if err != nil {
+		// The FederatedNamespace's own status reports its bad placement.
+		return &scheduler.Restriction{Plugin: gvk.Kind, Reason: fmt.Sprintf("the placement of %s %s cannot be read: %v", gvk.Kind, namespace, err)}, "", "", nil
+	}
+	return &scheduler.Restriction{Plugin: gvk.Kind, Clusters: nsPlaced, Reason: "namespace " + namespace + " is not federated to it", Intent: true}, "", "", nil
+}
+
+// namespacePlacement returns the clusters a FederatedNamespace is placed on.
+func namespacePlacement(fns *unstructured.Unstructured, clusters []corev1beta1.FederatedCluster) ([]string, error) {
+	spec, err := render.ParseSpec(fns)
+	if err != nil {
+		return nil, err
+	}
+	return place(spec.Placement, clusters)
+}
+
+// keptByNamespace returns the clusters of names that a restriction about
+// state (no FederatedNamespace) leaves out: they are there only to keep a
+// copy.
+func keptByNamespace(restriction *scheduler.Restriction, names []string) map[string]bool {
+	if restriction == nil || restriction.Intent {
+		return nil
+	}
+	kept := map[string]bool{}
+	for _, name := range names {
+		if !slices.Contains(restriction.Clusters, name) {
+			kept[name] = true
+		}
+	}
+	return kept
+}
+
+// withoutClusters returns d with the clusters of drop, which it kept, ruled
+// out instead, their verdicts saying why too.
+func withoutClusters(d framework.Decision, drop map[string]bool, why string) framework.Decision {
+	d.Clusters = slices.DeleteFunc(slices.Clone(d.Clusters), func(p framework.Placement) bool { return drop[p.Name] })
+	var kept []framework.Verdict
+	ruledOut := slices.Clone(d.RuledOut)
+	for _, v := range d.Kept {
+		if !drop[v.Cluster] {
+			kept = append(kept, v)
+			continue
+		}
+		v.Reasons = []string{strings.Join(append(slices.Clone(v.Reasons), why), "; ")}
+		ruledOut = append(ruledOut, v)
+	}
+	slices.SortStableFunc(ruledOut, func(a, b framework.Verdict) int { return strings.Compare(a.Cluster, b.Cluster) })
+	d.Kept, d.RuledOut = kept, ruledOut
+	return d
+}
+
+// NamespaceKind returns the federated kind of the first (by name)
+// FederatedTypeConfig of Namespaces that enables propagation and is not
+// being deleted: namespaces are federated as that kind. False when none.
+func NamespaceKind(ftcs []corev1beta1.FederatedTypeConfig) (schema.GroupVersionKind, bool) {
+	var found *Type
+	name := ""
+	for i := range ftcs {
+		ftc := &ftcs[i]
+		typ := TypeFromConfig(ftc)
+		if !typ.IsNamespace() || ftc.Spec.Propagation == corev1beta1.Disabled || !ftc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if found == nil || ftc.Name < name {
+			found, name = &typ, ftc.Name
+		}
+	}
+	if found == nil {
+		return schema.GroupVersionKind{}, false
+	}
+	return found.Federated, true
+}
+
+// NamespacesOf answers, from FederatedTypeConfigs read once, whether and
+// as which kind namespaces are federated (NamespaceKind).
+type NamespacesOf []corev1beta1.FederatedTypeConfig
+
+// FederatedNamespaceKind implements Namespaces.
+func (n NamespacesOf) FederatedNamespaceKind(context.Context) (schema.GroupVersionKind, bool, error) {
+	gvk, ok := NamespaceKind(n)
+	return gvk, ok, nil
 }
