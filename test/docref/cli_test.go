@@ -1,6 +1,8 @@
 package docref
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -33,6 +35,8 @@ const cliDoc = "docs/reference/cli.md"
 //     `--name` (or `-s`, `--name`), its default as a code span (and
 //     anything after it, e.g. where it differs), and its usage text as
 //     --help prints it;
+//   - a default that holds the binary's version, which release builds set,
+//     writes it VERSION, e.g. `ghcr.io/fedwarden/fedwarden:VERSION`;
 //   - `--prefix-*` in a section's text stands for every flag starting with
 //     --prefix-, e.g. controller-runtime's --zap-* logging flags.
 var (
@@ -58,8 +62,11 @@ type commandDoc struct {
 // of the fedwarden binary: every command and flag is there, with the
 // usage text --help prints, and nothing else is.
 func TestCLIReference(t *testing.T) {
-	t.Parallel()
+	// Some defaults differ in a pod (metricsendpoint.DefaultAddress): the
+	// reference gives those outside one, and the test runs as there.
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	p := readPage(t, filepath.Join("..", "..", cliDoc))
+	version = binaryVersion(t)
 	tree := root.NewCommand(streams.IO{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard})
 	checkSummary(t, p, tree)
 	docs := commandDocs(t, p)
@@ -70,6 +77,28 @@ func TestCLIReference(t *testing.T) {
 	for _, d := range byLine(docs, func(d *commandDoc) int { return d.line }) {
 		t.Errorf("%s:%d: remove the section %q: fedwarden has no such command", cliDoc, d.line, d.heading)
 	}
+}
+
+// version is the binary's version, which documented defaults write VERSION.
+var version string
+
+// binaryVersion returns the version `fedwarden version` prints.
+func binaryVersion(t *testing.T) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := root.ExecuteContext(t.Context(), []string{"version", "-o", "json"}, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("fedwarden version: exit code %d: %s", code, errOut.String())
+	}
+	var info struct{ Version string }
+	if err := json.Unmarshal(out.Bytes(), &info); err != nil || info.Version == "" {
+		t.Fatalf("fedwarden version -o json printed %q: %v", out.String(), err)
+	}
+	return info.Version
+}
+
+// documented returns a default as the reference writes it.
+func documented(def string) string {
+	return strings.ReplaceAll(def, version, "VERSION")
 }
 
 // byLine returns the values of m in the order of their lines in the page.
@@ -300,7 +329,7 @@ func rowProblem(r row, f *pflag.Flag) string {
 // is empty when the default is a zero value, and else starts with the
 // default as a code span; what follows, such as where it differs, is free.
 func defaultProblem(cell string, f *pflag.Flag) string {
-	want := "`" + f.DefValue + "`"
+	want := "`" + documented(f.DefValue) + "`"
 	switch {
 	case cell == "" && !zeroDefault(f.DefValue):
 		return fmt.Sprintf("--%s's default %s is missing", f.Name, want)
@@ -332,7 +361,7 @@ func flagCell(f *pflag.Flag) string {
 func flagRow(f *pflag.Flag) string {
 	def := ""
 	if !zeroDefault(f.DefValue) {
-		def = "`" + f.DefValue + "`"
+		def = "`" + documented(f.DefValue) + "`"
 	}
 	return fmt.Sprintf("| %s | %s | %s |", flagCell(f), def, escape(f.Usage))
 }
