@@ -8,10 +8,12 @@ import (
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -23,6 +25,10 @@ const diffContext = 3
 type Versions struct {
 	Template, Override string
 }
+
+// IsSecret tells whether gvk is the core Secret, whose values are
+// redacted (scrub.IsSecret).
+func IsSecret(gvk schema.GroupVersionKind) bool { return scrub.IsSecret(gvk) }
 
 // Input is what comparing one cluster's copy takes.
 type Input struct {
@@ -36,7 +42,7 @@ type Input struct {
 	Policy drift.Policy
 	// Versions the host is at.
 	Versions Versions
-	// Redact replaces the values of a Secret by markers (redactSecret).
+	// Redact replaces the values of a Secret by markers (scrub.RedactDiff).
 	Redact bool
 }
 
@@ -81,7 +87,7 @@ func Compare(in Input) (Verdict, error) {
 		remove(live, p)
 	}
 	if in.Redact {
-		redactSecret(shown.Object, live)
+		scrub.RedactDiff(shown.Object, live)
 	}
 	text, err := Unified(shown.Object, live, "desired "+in.Location, "live "+in.Location)
 	if err != nil {

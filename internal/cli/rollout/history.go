@@ -14,7 +14,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
-	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -75,7 +75,7 @@ func runHistory(ctx context.Context, s streams.IO, o *historyOptions) error {
 		if !ok {
 			return fmt.Errorf("%s has no revision %d (its revisions: %s)", t.describe(), o.revision, orDefault(numbers(revs), "none yet"))
 		}
-		return printRevision(s.Out, t.kind.Describe(t.fed.GetName()), r, memberdiff.IsSecret(t.kind.Type.Target))
+		return printRevision(s.Out, t.kind.Describe(t.fed.GetName()), r, scrub.IsSecret(t.kind.Type.Target))
 	}
 	if len(revs) == 0 {
 		_, err = fmt.Fprintf(s.ErrOut, "%s has no revisions yet.\n", t.describe())
@@ -85,9 +85,9 @@ func runHistory(ctx context.Context, s streams.IO, o *historyOptions) error {
 	if err != nil {
 		return err
 	}
-	if memberdiff.IsSecret(t.kind.Type.Target) {
+	if scrub.IsSecret(t.kind.Type.Target) {
 		for i := range revs {
-			revs[i].ChangeCause = redactCause(revs[i].ChangeCause, revs[i].Template, revs[i].Overrides)
+			revs[i].ChangeCause = scrub.RedactCause(revs[i].ChangeCause, revs[i].Template, revs[i].Overrides)
 		}
 	}
 	return printHistory(s.Out, revs, targets(revs, cpv))
@@ -140,8 +140,8 @@ func printRevision(w io.Writer, name string, r engine.Revision, secret bool) err
 	}
 	cause := r.ChangeCause
 	if secret {
-		cause = redactCause(cause, r.Template, r.Overrides)
-		redactRevision(template, overrides)
+		cause = scrub.RedactCause(cause, r.Template, r.Overrides)
+		scrub.RedactRevision(template, overrides)
 	}
 	// The template first, then the overrides, which apply to it.
 	data, err := yaml.Marshal(map[string]any{"template": template})

@@ -1,8 +1,13 @@
-// Package scrub takes the values of Secrets out of texts: one rule, for
-// every text Fedwarden records from a member or prints (propagation's
-// cluster messages, the Pull agent's, fedwarden plan's). Package
-// memberdiff, which redacts a Secret's values in the objects a diff
-// shows, reads the values with the same functions.
+// Package scrub takes the values of Secrets out of what Fedwarden records
+// from a member or prints, by one rule for each form:
+//
+//   - texts (Scrubber): every value becomes Redacted, in propagation's
+//     cluster messages, the Pull agent's and fedwarden plan's;
+//   - objects (redact.go): each value of a Secret becomes a marker of its
+//     length, <redacted: N bytes>, in the copies a diff shows (RedactDiff:
+//     fedwarden diff, plan's diffs, the console's diff view) and the
+//     revisions fedwarden rollout history shows (RedactRevision,
+//     RedactCause).
 package scrub
 
 import (
