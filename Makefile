@@ -105,7 +105,7 @@ FUZZ_TARGETS := \
 	internal/propagation:FuzzCPVStatus \
 	internal/drift:FuzzDetect \
 	internal/scheduler/plugins/replicadivision:FuzzAssign \
-	internal/health:FuzzEvaluate
+	internal/copyhealth:FuzzEvaluate
 
 ## bench-smoke: every benchmark under bench/ once at a small size (FEDWARDEN_BENCH_SMOKE=1: a handful to a few dozen objects each), failing on wrong counts (objects that did not arrive, member or host writes beyond one per copy or beyond bench/RESULTS.md, edits not healed or reported) and never on times, so that the benchmarks keep working; go test runs one package's benchmarks at a time
 bench-smoke: tools

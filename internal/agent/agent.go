@@ -23,7 +23,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
@@ -124,7 +124,7 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 	if o.Propagation.DriftNotifier, err = addNotifier(mgr, o.Notify); err != nil {
 		return err
 	}
-	if o.Propagation.Health, err = health.New(); err != nil {
+	if o.Propagation.Health, err = copyhealth.New(); err != nil {
 		return fmt.Errorf("compiling the built-in health rules: %w", err)
 	}
 	types := typeconfig.NewAgentReconciler(mgr, o.Propagation.Health, func(typ propagation.Type) (*propagation.Controller, error) {

@@ -18,8 +18,8 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/clusterhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
@@ -50,14 +50,14 @@ func (b *Bed) StartManager(add Controllers) error {
 		QPS: 300, Burst: 600, UserAgent: b.name + "-integration-test",
 		Networks: egress.Loopback, Log: ctrl.Log.WithName("egress"),
 	})
-	health := cluster.Options{
+	health := clusterhealth.Options{
 		Namespace:  ControlPlaneNamespace,
 		Period:     2 * time.Second,
 		Timeout:    5 * time.Second,
-		Thresholds: cluster.Thresholds{Failure: 3, Success: 1},
+		Thresholds: clusterhealth.Thresholds{Failure: 3, Success: 1},
 		Workers:    max(len(b.Fed.Members), 1),
 	}
-	if err := cluster.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(cluster.ControllerName), health).SetupWithManager(mgr); err != nil {
+	if err := clusterhealth.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(clusterhealth.ControllerName), health).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := add(mgr, members); err != nil {

@@ -11,7 +11,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -30,7 +30,7 @@ type applier struct {
 	// agent is set when the applier runs in a Pull cluster's agent.
 	agent *agentSide
 	// health judges the copies; nil: not judged.
-	health *health.Evaluator
+	health *copyhealth.Evaluator
 }
 
 // syncInput is what every cluster's sync of one resource shares.

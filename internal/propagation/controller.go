@@ -27,7 +27,7 @@ import (
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
 
@@ -59,7 +59,7 @@ type Options struct {
 	// Health judges member copies by their kind's health rules; the
 	// federation controller sets each kind's spec.healthRules on it. Nil:
 	// no health is recorded.
-	Health *health.Evaluator
+	Health *copyhealth.Evaluator
 }
 
 // DefaultOptions are the defaults of the controller-manager's and the

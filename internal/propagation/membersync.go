@@ -18,8 +18,8 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/drift"
-	"github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
@@ -60,7 +60,7 @@ type clusterResult struct {
 	// targets.keptByNamespace), and there is none any more.
 	gone bool
 	// health of object, when it was judged.
-	health *health.Result
+	health *copyhealth.Result
 	// target is the revision the cluster targets under a rollout in
 	// waves (0 otherwise); held, the versions of that earlier revision
 	// when it is not the latest.

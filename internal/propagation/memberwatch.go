@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 )
 
 // memberWatches keeps, per member cluster, an informer on the managed
@@ -39,7 +39,7 @@ type memberWatches struct {
 
 	// health, when set, judges copies: an update that changes a copy's
 	// health calls for a sync, which records it.
-	health *health.Evaluator
+	health *copyhealth.Evaluator
 
 	mu        sync.Mutex
 	byCluster map[string]*memberWatch

@@ -13,7 +13,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -109,9 +109,9 @@ func TestHealthInStatus(t *testing.T) {
 	now := metav1.NewTime(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
 	v := render.Versions{Template: "1", Override: "1"}
 	healthy := inSync("a", memberCopy("10", 1, "1", "1"))
-	healthy.health = &health.Result{Health: corev1beta1.HealthHealthy, Reason: "ReplicasAvailable"}
+	healthy.health = &copyhealth.Result{Health: corev1beta1.HealthHealthy, Reason: "ReplicasAvailable"}
 	degraded := inSync("b", memberCopy("11", 1, "1", "1"))
-	degraded.health = &health.Result{Health: corev1beta1.HealthDegraded, Reason: "ProgressDeadlineExceeded", Message: strings.Repeat("x", 400)}
+	degraded.health = &copyhealth.Result{Health: corev1beta1.HealthDegraded, Reason: "ProgressDeadlineExceeded", Message: strings.Repeat("x", 400)}
 	pull := clusterResult{name: "c", fromAgent: true, state: typesv1beta1.InSync, entry: &typesv1beta1.ClusterVersion{ClusterName: "c", State: typesv1beta1.InSync, Health: corev1beta1.HealthHealthy}}
 	results := []clusterResult{healthy, degraded, pull, unreachable("d", "cluster d is not Ready")}
 

@@ -27,7 +27,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -100,7 +100,7 @@ func NewReconciler(mgr manager.Manager, clusters *clustercache.Cache, opts propa
 // type, and writes nothing to the FederatedTypeConfigs (the host's
 // controller-manager keeps their status and finalizers). health, when
 // set, is given each kind's spec.healthRules.
-func NewAgentReconciler(mgr manager.Manager, health *health.Evaluator, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
+func NewAgentReconciler(mgr manager.Manager, health *copyhealth.Evaluator, newController func(propagation.Type) (*propagation.Controller, error)) *Reconciler {
 	return &Reconciler{
 		mgr: mgr, client: mgr.GetClient(), newController: newController, readOnly: true, opts: propagation.Options{Health: health},
 		started: make(chan struct{}), running: map[string]*running{}, stopped: map[string]error{}, died: make(chan event.GenericEvent, 16),

@@ -31,10 +31,10 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/cli/streams"
-	"github.com/fedwarden/fedwarden/internal/cluster"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
+	"github.com/fedwarden/fedwarden/internal/clusterhealth"
+	copyhealth "github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
-	copyhealth "github.com/fedwarden/fedwarden/internal/health"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
@@ -58,7 +58,7 @@ type options struct {
 	memberBurst    int
 	memberNets     []string
 	networks       egress.Networks
-	health         cluster.Options
+	health         clusterhealth.Options
 	propagation    propagation.Options
 	notify         notify.Options
 	plugins        string
@@ -72,10 +72,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 	o := &options{
 		namespace: corev1beta1.DefaultFederationNamespace,
 		metrics:   metricsendpoint.Options{BindAddress: metricsendpoint.DefaultAddress(8080)},
-		health: cluster.Options{
+		health: clusterhealth.Options{
 			Period:     10 * time.Second,
 			Timeout:    3 * time.Second,
-			Thresholds: cluster.Thresholds{Failure: 3, Success: 1},
+			Thresholds: clusterhealth.Thresholds{Failure: 3, Success: 1},
 			Workers:    8,
 		},
 		propagation: propagation.DefaultOptions(),
@@ -251,9 +251,9 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 		Networks:  o.networks,
 		Log:       ctrl.Log.WithName("egress"),
 	})
-	health := cluster.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(cluster.ControllerName), o.health)
+	health := clusterhealth.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(clusterhealth.ControllerName), o.health)
 	if err := health.SetupWithManager(mgr); err != nil {
-		return fmt.Errorf("setting up the %s controller: %w", cluster.ControllerName, err)
+		return fmt.Errorf("setting up the %s controller: %w", clusterhealth.ControllerName, err)
 	}
 	var federation *typeconfig.Reconciler
 	capacity := capacitysource.New(members, capacitysource.Options{

@@ -20,7 +20,7 @@ import (
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/inprocess"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -166,7 +166,7 @@ func (b *kwokBed) addControllers(mgr ctrl.Manager, members *clustercache.Cache) 
 	opts := propagation.DefaultOptions()
 	opts.Namespace = inprocess.ControlPlaneNamespace
 	opts.Scheduler = sched
-	if opts.Health, err = health.New(); err != nil {
+	if opts.Health, err = copyhealth.New(); err != nil {
 		return err
 	}
 	federation = typeconfig.NewReconciler(mgr, members, opts)

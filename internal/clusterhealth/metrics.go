@@ -1,4 +1,4 @@
-package cluster
+package clusterhealth
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,4 @@
-package health_test
+package copyhealth_test
 
 import (
 	"fmt"
@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/copyhealth"
 )
 
 // readObject reads a member object from a YAML file, as an informer holds it.
@@ -33,7 +33,7 @@ func readObject(path string) *unstructured.Unstructured {
 // The healthRules of docs/health.md's example, for cert-manager's
 // Certificate, with the built-in rules of Deployment and PVC beside them.
 func Example() {
-	e, err := health.New()
+	e, err := copyhealth.New()
 	if err != nil {
 		panic(err)
 	}

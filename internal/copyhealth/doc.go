@@ -1,4 +1,4 @@
-// Package health computes the health of a member cluster's copy of a
+// Package copyhealth computes the health of a member cluster's copy of a
 // federated resource — Healthy, Progressing, Degraded or Unknown, with a
 // reason and a message — by rules written in CEL over the member object.
 //
@@ -12,4 +12,4 @@
 // validation rules, and each expression stops at a cost limit; evaluating
 // a Deployment takes about 20 µs (BenchmarkEvaluateDeployment). See
 // docs/health.md.
-package health
+package copyhealth
