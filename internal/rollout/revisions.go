@@ -45,6 +45,9 @@ type content struct {
 type Store struct {
 	Client client.Client
 	Reader client.Reader
+	// DryRun: Ensure writes nothing, and returns what it would have
+	// written (fedwarden plan; Client may be nil).
+	DryRun bool
 }
 
 // Key is what tells revisions apart: the content hashes of a resource's
@@ -196,7 +199,7 @@ func (s *Store) Ensure(ctx context.Context, fed *unstructured.Unstructured, name
 	if cause := fed.GetAnnotations()[typesv1beta1.AnnotationChangeCause]; cause != "" {
 		cr.Annotations[typesv1beta1.AnnotationChangeCause] = cause
 	}
-	if err := s.Client.Create(ctx, cr); err != nil {
+	if err := s.create(ctx, cr); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Written by an earlier sync whose list did not see it yet:
 			// the next sync reads it.
@@ -224,12 +227,28 @@ func (s *Store) renumber(ctx context.Context, namespace string, r Revision, next
 		return Revision{}, nil, fmt.Errorf("encoding the renumbering: %w", err)
 	}
 	cr := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: namespace}}
-	if err := s.Client.Patch(ctx, cr, client.RawPatch("application/merge-patch+json", patch)); err != nil {
+	if err := s.patch(ctx, cr, client.RawPatch("application/merge-patch+json", patch)); err != nil {
 		return Revision{}, nil, fmt.Errorf("renumbering the revision %s/%s: %w", namespace, r.Name, err)
 	}
 	r.Number, r.Versions = next, render.Versions{Template: v.Template, Override: v.Override}
 	out := slices.DeleteFunc(slices.Clone(revs), func(x Revision) bool { return x.Name == r.Name })
 	return r, append(out, r), nil
+}
+
+// create creates cr, unless the store is a dry run.
+func (s *Store) create(ctx context.Context, cr *appsv1.ControllerRevision) error {
+	if s.DryRun {
+		return nil
+	}
+	return s.Client.Create(ctx, cr)
+}
+
+// patch patches cr, unless the store is a dry run.
+func (s *Store) patch(ctx context.Context, cr *appsv1.ControllerRevision, p client.Patch) error {
+	if s.DryRun {
+		return nil
+	}
+	return s.Client.Patch(ctx, cr, p)
 }
 
 // Prune deletes the oldest revisions past limit, keeping any that keep

@@ -3,7 +3,6 @@ package plan
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,11 +43,11 @@ func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.
 		return nil, "", nil
 	}
 	var revs []rollout.Revision
+	namespace := s.fed.GetNamespace()
+	if namespace == "" {
+		namespace = p.controlPlane
+	}
 	if s.exists {
-		namespace := s.fed.GetNamespace()
-		if namespace == "" {
-			namespace = p.controlPlane
-		}
 		store := rollout.Store{Reader: p.host}
 		list, err := store.List(ctx, s.fed, namespace)
 		switch {
@@ -60,31 +59,20 @@ func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.
 		}
 		revs = list
 	}
-	latest, newRevision, revs := nextRevision(revs, rollout.KeyOf(s.fed))
+	// The revision the controller's rollout stage would make of the
+	// planned content, with nothing written.
+	newRevision := len(revs) == 0 || revs[len(revs)-1].Key != rollout.KeyOf(s.fed)
+	latestRev, revs, err := (&rollout.Store{Reader: p.host, DryRun: true}).Ensure(ctx, s.fed, namespace, revs, in.v)
+	if err != nil {
+		return nil, "", err
+	}
+	latest := latestRev.Number
 	input, err := propagation.RolloutInput(s.kind.Type, s.fed, s.spec, s.cpv, in.placed.decided, in.clusters, revs, latest, previousRollout(s.current))
 	if err != nil {
 		return nil, "", err
 	}
 	input.Waves = waves
 	return newEngine(input, newRevision), "", nil
-}
-
-// nextRevision is the number the controller's rollout stage gives the
-// content of key k (rollout.Store.Ensure): the newest revision's when it
-// has that content; else the one after it, for a new content or one seen
-// before, which Ensure renumbers, so that its old number names no revision
-// any more. It returns revs as Ensure leaves them, for the lookups of the
-// revisions clusters are held at.
-func nextRevision(revs []rollout.Revision, k rollout.Key) (typesv1beta1.Revision, bool, []rollout.Revision) {
-	if len(revs) == 0 {
-		return 1, true, nil
-	}
-	newest := revs[len(revs)-1]
-	if newest.Key == k {
-		return newest.Number, false, revs
-	}
-	kept := slices.DeleteFunc(slices.Clone(revs), func(r rollout.Revision) bool { return r.Key == k })
-	return newest.Number + 1, true, kept
 }
 
 // previousRollout is the status.rollout of current, the resource as the
