@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 

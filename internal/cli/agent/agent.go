@@ -16,11 +16,11 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/agent"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 type options struct {

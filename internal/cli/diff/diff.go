@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Exit codes, as `argocd app diff` has them: 0 when no cluster differs.

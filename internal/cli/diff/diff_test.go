@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 func TestUsageErrors(t *testing.T) {

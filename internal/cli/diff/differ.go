@@ -19,10 +19,10 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // differ compares the copies of federated resources of one host.

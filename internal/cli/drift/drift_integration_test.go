@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/drift"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // fieldOwner owns every field federate applies.

@@ -10,8 +10,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 )
 
 // writeKubeconfig writes a kubeconfig with the contexts host, and

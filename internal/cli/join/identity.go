@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 

@@ -28,9 +28,9 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 

@@ -20,13 +20,13 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // ExitBlocked is the exit code of a migration that findings block (the

@@ -12,12 +12,12 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Exit codes, as `fedwarden diff` has them: 0 when nothing would change.

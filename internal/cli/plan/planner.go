@@ -13,7 +13,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )

@@ -11,9 +11,9 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // subject is the federated resource being planned, and what the host says

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 

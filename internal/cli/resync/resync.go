@@ -18,9 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // options are the flags and argument of resync.

@@ -14,7 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
 

@@ -21,13 +21,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // These tests run the commands against a real host API server with

@@ -18,9 +18,9 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // defaultTop is how many worst offenders are shown unless --top says.

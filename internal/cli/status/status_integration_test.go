@@ -19,8 +19,8 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/status"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 

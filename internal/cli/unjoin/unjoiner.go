@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // unjoiner removes one cluster.
