@@ -11,16 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // Source says where a cluster's settings come from, and which flags said
@@ -153,20 +150,13 @@ func contextNames(raw *clientcmdapi.Config) string {
 	return strings.Join(names, ", ")
 }
 
-// scheme knows the Kubernetes kinds and Fedwarden's.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(v1beta1.AddToScheme(s))
-	return s
-}
+// clientScheme knows the Kubernetes kinds and Fedwarden's.
+var clientScheme = scheme.New()
 
 // Client returns a client of the cluster that knows the Kubernetes kinds
 // and Fedwarden's. It does not contact the cluster.
 func (c *Cluster) Client() (client.Client, error) {
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+	cl, err := client.New(c.Config, client.Options{Scheme: clientScheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for context %q: %w", c.Context, err)
 	}
