@@ -84,7 +84,7 @@ func Client(t testing.TB, path string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Client()
+	c, err := cluster.Client(0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +30,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
 	copyhealth "github.com/fedwarden/fedwarden/internal/health"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -289,9 +289,7 @@ func setupNotifier(mgr ctrl.Manager, o *options) error {
 }
 
 func hostConfig(o *options) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	cfg, err := kubeconfig.LoadConfig(kubeconfig.Source{Path: o.kubeconfig, Context: o.context})
 	if err != nil {
 		return nil, fmt.Errorf("loading the host kubeconfig: %w", err)
 	}

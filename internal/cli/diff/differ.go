@@ -11,13 +11,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
@@ -38,14 +34,9 @@ type differ struct {
 }
 
 func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
-	host.Config.Timeout = o.timeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, disco, err := host.Clients(o.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+		return nil, err
 	}
 	return &differ{
 		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, "fedwarden-diff"), controlPlane: o.controlPlane,
@@ -205,17 +196,6 @@ func describeKey(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
 }
 
 // agentReport says what a Pull cluster's agent reported in the CPV, and

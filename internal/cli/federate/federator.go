@@ -99,10 +99,7 @@ func (f *federator) typeConfig(ctx context.Context, arg string) (*corev1beta1.Fe
 
 // namespace returns -n, else the namespace of the host's context.
 func namespace(o *options) (string, error) {
-	if o.namespace != "" {
-		return o.namespace, nil
-	}
-	return contextNamespace(o.host)
+	return kubeconfig.Namespace(o.namespace, o.host)
 }
 
 func describeKey(key client.ObjectKey) string {

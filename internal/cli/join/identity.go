@@ -26,7 +26,7 @@ func CreatePushIdentity(ctx context.Context, member *kubeconfig.Cluster, spec re
 		}
 		spec.Resources = resources
 	}
-	c, err := clientWithTimeout(member, timeout)
+	c, err := member.Client(timeout)
 	if err != nil {
 		return nil, err
 	}

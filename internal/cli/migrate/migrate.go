@@ -316,7 +316,7 @@ func newHost(s streams.IO, cluster *kubeconfig.Cluster, o *options) (*migrate.Ho
 		return nil, fmt.Errorf("creating a CRD client for context %q: %w", cluster.Context, err)
 	}
 	return &migrate.Host{
-		NewClient:   func() (client.Client, error) { return cluster.Client() },
+		NewClient:   func() (client.Client, error) { return cluster.Client(o.timeout) },
 		CRDs:        ext.ApiextensionsV1().CustomResourceDefinitions(),
 		Disco:       disco,
 		Out:         s.ErrOut,

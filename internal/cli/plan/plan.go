@@ -205,7 +205,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	namespace, err := resync.Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}

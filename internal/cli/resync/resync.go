@@ -103,7 +103,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
-	namespace, err := Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}

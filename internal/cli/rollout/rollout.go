@@ -14,11 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -108,18 +104,6 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// scheme knows the Kubernetes kinds (ControllerRevisions) and Fedwarden's,
-// ClusterPropagatedVersions included.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
-}
-
 // target is the federated resource a command acts on, read from the host.
 type target struct {
 	c    client.Client
@@ -138,18 +122,13 @@ func (o *options) connect(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, streams.UsageError(err)
 	}
-	namespace, err := resync.Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return nil, streams.UsageError(err)
 	}
-	host.Config.Timeout = o.requestTimeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, disco, err := host.Clients(o.requestTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+		return nil, err
 	}
 	resolver, err := resync.NewResolver(ctx, c, disco)
 	if err != nil {

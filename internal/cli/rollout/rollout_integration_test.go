@@ -125,15 +125,7 @@ func TestRollout(t *testing.T) {
 }
 
 func newTestBed(t *testing.T, path string) *testBed {
-	cluster, err := kubeconfig.Load(kubeconfig.Source{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testBed{c: c, flags: []string{"--host-kubeconfig", path}}
+	return &testBed{c: clitest.Client(t, path), flags: []string{"--host-kubeconfig", path}}
 }
 
 // run runs fedwarden rollout with args and the test bed's flags.

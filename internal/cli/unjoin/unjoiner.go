@@ -32,14 +32,13 @@ type unjoiner struct {
 }
 
 func newUnjoiner(s streams.IO, o *options, member *kubeconfig.Cluster, memberErr error, host *kubeconfig.Cluster) (*unjoiner, error) {
-	host.Config.Timeout = o.timeout
-	hostClient, err := host.Client()
+	hostClient, err := host.Client(o.timeout)
 	if err != nil {
 		return nil, err
 	}
 	var memberClient client.Client
 	if member != nil {
-		if memberClient, err = member.Client(); err != nil {
+		if memberClient, err = member.Client(0); err != nil {
 			return nil, err
 		}
 	}
