@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/streams"
@@ -47,7 +47,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 // federated is the federated resource being compared, and what the host
 // says of it.
 type federated struct {
-	kind resync.Kind
+	kind kindref.Kind
 	fed  *unstructured.Unstructured
 	cpv  *typesv1beta1.ClusterPropagatedVersion
 	// res is what comparing its copies takes.
@@ -62,7 +62,7 @@ func (r *federated) describe() string {
 // diff compares the resource ref names in each cluster it is placed on, or
 // only in cluster, prints the clusters that differ, and returns an error
 // with exit code exitDiffers when one does.
-func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster string) error {
+func (d *differ) diff(ctx context.Context, ref kindref.Ref, namespace, cluster string) error {
 	r, err := d.federated(ctx, ref, namespace)
 	if err != nil {
 		return err
@@ -112,8 +112,8 @@ func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster st
 
 // federated reads the federated resource, its ClusterPropagatedVersion and
 // its drift policy.
-func (d *differ) federated(ctx context.Context, ref resync.Ref, namespace string) (*federated, error) {
-	resolver, err := resync.NewResolver(ctx, d.host, d.disco)
+func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace string) (*federated, error) {
+	resolver, err := kindref.NewResolver(ctx, d.host, d.disco)
 	if err != nil {
 		return nil, err
 	}

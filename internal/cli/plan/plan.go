@@ -12,9 +12,9 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/streams"
@@ -38,7 +38,7 @@ const (
 
 // options are the flags and argument of plan.
 type options struct {
-	ref          resync.Ref
+	ref          kindref.Ref
 	file         string
 	namespace    string
 	controlPlane string
@@ -151,7 +151,7 @@ func (o *options) setArgs(args []string) error {
 	case len(args) == 0 && o.file == "":
 		return fmt.Errorf("plan needs -f FILE, a Federated<Kind> manifest, or KIND/NAME, a federated resource of the host")
 	case len(args) == 1:
-		ref, err := resync.ParseRef(args[0])
+		ref, err := kindref.ParseRef(args[0])
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/streams"
@@ -19,7 +19,7 @@ import (
 // subject is the federated resource being planned, and what the host says
 // of it.
 type subject struct {
-	kind resync.Kind
+	kind kindref.Kind
 	// fed is the resource as planned: the manifest of -f, or the host's.
 	fed  *unstructured.Unstructured
 	spec render.Spec
@@ -45,7 +45,7 @@ func (s *subject) describe() string {
 // subject reads the resource to plan: manifest, or the one o.ref names, in
 // namespace.
 func (p *planner) subject(ctx context.Context, o *options, manifest *manifestObject, namespace string) (*subject, error) {
-	resolver, err := resync.NewResolver(ctx, p.host, p.disco)
+	resolver, err := kindref.NewResolver(ctx, p.host, p.disco)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (p *planner) subject(ctx context.Context, o *options, manifest *manifestObj
 
 // fromManifest plans the manifest's object, in the namespace it names,
 // else in namespace; flagNamespace, -n, must not contradict it.
-func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *resync.Resolver, m *manifestObject, flagNamespace, namespace string) error {
+func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *kindref.Resolver, m *manifestObject, flagNamespace, namespace string) error {
 	gvk := m.obj.GroupVersionKind()
 	kind, err := kindOf(resolver, gvk.Group, gvk.Kind)
 	if err != nil {
@@ -102,7 +102,7 @@ func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *resync
 }
 
 // fromHost plans the host's resource ref.
-func (p *planner) fromHost(ctx context.Context, s *subject, resolver *resync.Resolver, ref resync.Ref, namespace string) error {
+func (p *planner) fromHost(ctx context.Context, s *subject, resolver *kindref.Resolver, ref kindref.Ref, namespace string) error {
 	kind, err := resolver.Resolve(ref.Kind)
 	if err != nil {
 		return err
@@ -150,13 +150,13 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 
 // kindOf returns the federated kind group/kind a FederatedTypeConfig
 // federates.
-func kindOf(resolver *resync.Resolver, group, kind string) (resync.Kind, error) {
+func kindOf(resolver *kindref.Resolver, group, kind string) (kindref.Kind, error) {
 	var kinds []string
 	for i := range resolver.Configs {
 		ftc := &resolver.Configs[i]
 		f := ftc.Spec.FederatedType
 		if f.Group == group && f.Kind == kind {
-			return resync.Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
+			return kindref.Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
 		}
 		kinds = append(kinds, f.Kind)
 	}
@@ -164,7 +164,7 @@ func kindOf(resolver *resync.Resolver, group, kind string) (resync.Kind, error) 
 	if len(kinds) > 0 {
 		known = strings.Join(kinds, ", ")
 	}
-	return resync.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", resync.ErrUnknownKind, kind, group, known)
+	return kindref.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", kindref.ErrUnknownKind, kind, group, known)
 }
 
 // outOfReach tells why the controller would sync nothing of fed, as

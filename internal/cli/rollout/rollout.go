@@ -19,8 +19,8 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
 	"github.com/fedwarden/fedwarden/internal/streams"
@@ -42,7 +42,7 @@ Exit codes: 0 done, 1 error (and, for status, a halted rollout or a timeout),
 
 // options are the flags every subcommand has, and its argument.
 type options struct {
-	ref            resync.Ref
+	ref            kindref.Ref
 	namespace      string
 	controlPlane   string
 	host           kubeconfig.Source
@@ -75,7 +75,7 @@ func subcommand(cmd *cobra.Command, o *options, run func(ctx context.Context) er
 	cmdline.Setup(cmd)
 	cmd.Args = cmdline.ExactArgs(1, "the federated resource, as KIND/NAME")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ref, err := resync.ParseRef(args[0])
+		ref, err := kindref.ParseRef(args[0])
 		if err != nil {
 			return streams.UsageError(err)
 		}
@@ -107,7 +107,7 @@ func (o *options) validate() error {
 // target is the federated resource a command acts on, read from the host.
 type target struct {
 	c    client.Client
-	kind resync.Kind
+	kind kindref.Kind
 	// fed is the federated resource as read.
 	fed *unstructured.Unstructured
 	// namespace holds its revisions and CPV.
@@ -130,12 +130,12 @@ func (o *options) connect(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	resolver, err := resync.NewResolver(ctx, c, disco)
+	resolver, err := kindref.NewResolver(ctx, c, disco)
 	if err != nil {
 		return nil, err
 	}
 	kind, err := resolver.Resolve(o.ref.Kind)
-	if errors.Is(err, resync.ErrUnknownKind) {
+	if errors.Is(err, kindref.ErrUnknownKind) {
 		return nil, streams.UsageError(err)
 	}
 	if err != nil {

@@ -22,8 +22,8 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
@@ -398,7 +398,7 @@ func (tb *testBed) checkUndo(ctx context.Context, t *testing.T) {
 // read: nothing is written.
 func (tb *testBed) checkUndoStale(ctx context.Context, t *testing.T) {
 	o := &options{namespace: "shop", controlPlane: "kube-federation-system", requestTimeout: 30 * time.Second,
-		host: kubeconfig.Source{Path: tb.flags[1]}, ref: resync.Ref{Kind: "fdeploy", Name: "web"}}
+		host: kubeconfig.Source{Path: tb.flags[1]}, ref: kindref.Ref{Kind: "fdeploy", Name: "web"}}
 	target, err := o.connect(ctx)
 	if err != nil {
 		t.Fatal(err)

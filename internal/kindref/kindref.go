@@ -1,4 +1,8 @@
-package resync
+// Package kindref reads a federated resource as the command line names it,
+// KIND/NAME, and resolves KIND to the federated kind a FederatedTypeConfig
+// enables, as kubectl resolves kinds. resync, diff, rollout and plan name
+// their resource this way.
+package kindref
 
 import (
 	"context"
