@@ -9,9 +9,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -20,13 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
 )
 
@@ -150,18 +148,12 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 // the CPVs placed on the agent's cluster; its Lease is read from the API
 // server, as the agent may read no other Lease.
 func newManager(host *rest.Config, o Options) (manager.Manager, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("building the scheme: %w", err)
-		}
-	}
 	placed, err := labels.NewRequirement(typesv1beta1.LabelPlacedPrefix+o.Cluster, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("selecting the CPVs of cluster %s: %w", o.Cluster, err)
 	}
 	mgr, err := ctrl.NewManager(host, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 scheme.New(),
 		Metrics:                o.Metrics,
 		HealthProbeBindAddress: o.ProbeAddr,
 		Client: client.Options{Cache: &client.CacheOptions{

@@ -171,7 +171,7 @@ func tokenID(token string) string {
 // whoAmI asks the host who cfg authenticates as; a token the host does
 // not accept gives errSignIn.
 func whoAmI(ctx context.Context, cfg *rest.Config, timeout time.Duration) (string, error) {
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: clientScheme})
 	if err != nil {
 		return "", err
 	}

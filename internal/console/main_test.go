@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // fed is the federation the integration tests share: a host and member-1;

@@ -9,15 +9,12 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // Mode says whose identity the console reads and acts with.
@@ -92,16 +89,8 @@ type Server struct {
 	handler http.Handler
 }
 
-// scheme knows the Kubernetes kinds and Fedwarden's.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
-}
+// clientScheme knows the Kubernetes kinds and Fedwarden's.
+var clientScheme = scheme.New()
 
 // New returns a console; Serve runs it.
 func New(opts Options) (*Server, error) {

@@ -59,7 +59,7 @@ type viewConfig struct {
 // startView starts the caches of the identity cfg authenticates as, which
 // the host has just confirmed.
 func startView(parent context.Context, id string, cfg *rest.Config, vc viewConfig) (*view, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: clientScheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client of the host: %w", err)
 	}

@@ -16,16 +16,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // ControlPlaneNamespace is the control-plane namespace of the bed's host:
@@ -99,15 +99,16 @@ func (b *Bed) captureLogs() error {
 
 // connect makes the clients of the host and of the members.
 func (b *Bed) connect() error {
-	scheme, err := newScheme(slices.Concat(controllerManagerTypes, []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme})...)
-	if err != nil {
-		return err
+	s := scheme.New()
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return fmt.Errorf("adding the CRD kinds to the scheme: %w", err)
 	}
-	if b.Host, err = client.New(b.Fed.Host.Config, client.Options{Scheme: scheme}); err != nil {
+	var err error
+	if b.Host, err = client.New(b.Fed.Host.Config, client.Options{Scheme: s}); err != nil {
 		return err
 	}
 	for _, m := range b.Fed.Members {
-		if b.Members[m.Name], err = client.New(m.Config, client.Options{Scheme: scheme}); err != nil {
+		if b.Members[m.Name], err = client.New(m.Config, client.Options{Scheme: s}); err != nil {
 			return err
 		}
 	}

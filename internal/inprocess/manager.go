@@ -7,31 +7,21 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/clusterhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // Controllers adds the controllers under test to mgr. members is the cache
 // of member clients the cluster health controller keeps, which they share.
 type Controllers func(mgr ctrl.Manager, members *clustercache.Cache) error
-
-// controllerManagerTypes are the types `fedwarden controller-manager`
-// registers in its scheme.
-var controllerManagerTypes = []func(*runtime.Scheme) error{
-	clientgoscheme.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme, schedulingv1alpha1.AddToScheme,
-}
 
 // StartManager runs, in a manager set up as `fedwarden controller-manager`
 // sets up its own, the cluster health controller and the controllers add
@@ -73,14 +63,10 @@ func (b *Bed) StartManager(add Controllers) error {
 // cache options of `fedwarden controller-manager`, and its default rate
 // limits.
 func (b *Bed) newManager() (ctrl.Manager, error) {
-	scheme, err := newScheme(controllerManagerTypes...)
-	if err != nil {
-		return nil, err
-	}
 	cfg := rest.CopyConfig(b.Fed.Host.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	return ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
+		Scheme:                 scheme.New(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
@@ -92,14 +78,4 @@ func (b *Bed) newManager() (ctrl.Manager, error) {
 			},
 		},
 	})
-}
-
-func newScheme(adds ...func(*runtime.Scheme) error) (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range adds {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	return scheme, nil
 }

@@ -19,8 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -28,6 +27,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // rejoinInventory has two clusters and a federated RBAC kind.
@@ -191,7 +191,7 @@ func TestCreateIdentities(t *testing.T) {
 	t.Parallel()
 	const ns = "kube-federation-system"
 	kubefedToken, fedwardenToken := "kubefed-secret-token", "fedwarden-secret-token"
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(
+	c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "east-token"}, Data: map[string][]byte{"token": []byte(kubefedToken)}},
 	).Build()
 	inv := rejoinInventory()
@@ -269,13 +269,7 @@ func selfSignedCA(t *testing.T) []byte {
 func TestCreateRejoinedClusters(t *testing.T) {
 	t.Parallel()
 	const ns = "kube-federation-system"
-	s := runtime.NewScheme()
-	if err := scheme.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1beta1.AddToScheme(s); err != nil {
-		t.Fatal(err)
-	}
+	s := scheme.New()
 	kubefedSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "east-token"}, Data: map[string][]byte{"token": []byte("k")}}
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(kubefedSecret.DeepCopy()).Build()
 	inv := rejoinInventory()

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/fedwarden/fedwarden/internal/cli/root"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 const cliDoc = "docs/reference/cli.md"

@@ -3,7 +3,7 @@ package agent
 import (
 	"testing"
 
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 )
 
 func TestUsageErrors(t *testing.T) {

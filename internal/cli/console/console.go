@@ -18,11 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	webconsole "github.com/fedwarden/fedwarden/internal/console"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // DefaultAddress is where the console listens unless --address says

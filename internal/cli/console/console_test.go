@@ -3,7 +3,7 @@ package console
 import (
 	"testing"
 
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 )
 
 func TestUsageErrors(t *testing.T) {

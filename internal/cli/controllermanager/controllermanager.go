@@ -16,9 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,19 +24,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/metricsendpoint"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/clusterhealth"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	copyhealth "github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/capacitysource"
+	"github.com/fedwarden/fedwarden/internal/scheme"
+	"github.com/fedwarden/fedwarden/internal/streams"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
 )
 
@@ -195,15 +194,12 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	scheme, err := newScheme()
-	if err != nil {
-		return err
-	}
-	if err := ensureNamespace(ctx, cfg, scheme, o); err != nil {
+	s := scheme.New()
+	if err := ensureNamespace(ctx, cfg, s, o); err != nil {
 		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        s,
 		Metrics:                       o.metrics.Server(nil),
 		HealthProbeBindAddress:        o.probeAddr,
 		PprofBindAddress:              o.pprofAddr,
@@ -293,9 +289,7 @@ func setupNotifier(mgr ctrl.Manager, o *options) error {
 }
 
 func hostConfig(o *options) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.context}).ClientConfig()
+	cfg, err := kubeconfig.LoadConfig(kubeconfig.Source{Path: o.kubeconfig, Context: o.context})
 	if err != nil {
 		return nil, fmt.Errorf("loading the host kubeconfig: %w", err)
 	}
@@ -304,28 +298,11 @@ func hostConfig(o *options) (*rest.Config, error) {
 	return cfg, nil
 }
 
-func newScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := corev1beta1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := typesv1beta1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the scheme: %w", err)
-	}
-	return scheme, nil
-}
-
 // ensureNamespace creates the control-plane namespace if it is missing: the
 // leader-election Lease lives there. It retries until the host answers or
 // the start-up timeout passes.
-func ensureNamespace(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, o *options) error {
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+func ensureNamespace(ctx context.Context, cfg *rest.Config, s *runtime.Scheme, o *options) error {
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return fmt.Errorf("creating the host client: %w", err)
 	}

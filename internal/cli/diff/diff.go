@@ -15,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Exit codes, as `argocd app diff` has them: 0 when no cluster differs.
@@ -33,7 +33,7 @@ const (
 
 // options are the flags and argument of diff.
 type options struct {
-	ref          resync.Ref
+	ref          kindref.Ref
 	namespace    string
 	cluster      string
 	controlPlane string
@@ -106,7 +106,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Example: example,
 		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := resync.ParseRef(args[0])
+			ref, err := kindref.ParseRef(args[0])
 			if err != nil {
 				return streams.UsageError(err)
 			}
@@ -156,7 +156,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	namespace, err := resync.Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}

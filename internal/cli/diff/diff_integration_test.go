@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/diff"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 func TestUsageErrors(t *testing.T) {
@@ -133,8 +133,8 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 }
 
 // testKind is FederatedDeployment.
-func testKind() resync.Kind {
-	return resync.Kind{Type: propagation.Type{
+func testKind() kindref.Kind {
+	return kindref.Kind{Type: propagation.Type{
 		Name:                "deployments.apps",
 		Federated:           schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"},
 		Target:              schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},

@@ -11,18 +11,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // differ compares the copies of federated resources of one host.
@@ -38,14 +34,9 @@ type differ struct {
 }
 
 func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, error) {
-	host.Config.Timeout = o.timeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, disco, err := host.Clients(o.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+		return nil, err
 	}
 	return &differ{
 		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, "fedwarden-diff"), controlPlane: o.controlPlane,
@@ -56,7 +47,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 // federated is the federated resource being compared, and what the host
 // says of it.
 type federated struct {
-	kind resync.Kind
+	kind kindref.Kind
 	fed  *unstructured.Unstructured
 	cpv  *typesv1beta1.ClusterPropagatedVersion
 	// res is what comparing its copies takes.
@@ -71,7 +62,7 @@ func (r *federated) describe() string {
 // diff compares the resource ref names in each cluster it is placed on, or
 // only in cluster, prints the clusters that differ, and returns an error
 // with exit code exitDiffers when one does.
-func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster string) error {
+func (d *differ) diff(ctx context.Context, ref kindref.Ref, namespace, cluster string) error {
 	r, err := d.federated(ctx, ref, namespace)
 	if err != nil {
 		return err
@@ -121,8 +112,8 @@ func (d *differ) diff(ctx context.Context, ref resync.Ref, namespace, cluster st
 
 // federated reads the federated resource, its ClusterPropagatedVersion and
 // its drift policy.
-func (d *differ) federated(ctx context.Context, ref resync.Ref, namespace string) (*federated, error) {
-	resolver, err := resync.NewResolver(ctx, d.host, d.disco)
+func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace string) (*federated, error) {
+	resolver, err := kindref.NewResolver(ctx, d.host, d.disco)
 	if err != nil {
 		return nil, err
 	}
@@ -205,17 +196,6 @@ func describeKey(namespace, name string) string {
 		return name
 	}
 	return namespace + "/" + name
-}
-
-// scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
 }
 
 // agentReport says what a Pull cluster's agent reported in the CPV, and

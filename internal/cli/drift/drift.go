@@ -11,18 +11,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // options are the flags of drift.
@@ -118,14 +114,13 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	}
 	namespace := ""
 	if !o.allNamespaces {
-		if namespace, err = resync.Namespace(o.namespace, o.host); err != nil {
+		if namespace, err = kubeconfig.Namespace(o.namespace, o.host); err != nil {
 			return streams.UsageError(err)
 		}
 	}
-	host.Config.Timeout = o.timeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, err := host.Client(o.timeout)
 	if err != nil {
-		return fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+		return err
 	}
 	cpvs, scopes, err := list(ctx, c, namespace)
 	if err != nil {
@@ -174,15 +169,4 @@ func list(ctx context.Context, c client.Reader, namespace string) ([]typesv1beta
 		ftcs.Items = nil
 	}
 	return cpvs.Items, federatedtype.ClusterScoped(ftcs.Items), nil
-}
-
-// scheme knows the Kubernetes kinds and Fedwarden's, ClusterPropagatedVersions included.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
 }

@@ -9,15 +9,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/drift"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
@@ -27,7 +23,7 @@ func TestDrift(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
-	host := hostClient(t, fed.Host.Kubeconfig)
+	host := clitest.Client(t, fed.Host.Kubeconfig)
 	flags := []string{"--host-kubeconfig", fed.Host.Kubeconfig}
 
 	for _, ns := range []string{"shop", "blog", "quiet"} {
@@ -102,20 +98,4 @@ func createCPV(ctx context.Context, t *testing.T, c client.Client, ns, name stri
 	if err := c.Status().Update(ctx, cpv); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func hostClient(t *testing.T, kubeconfig string) client.Client {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

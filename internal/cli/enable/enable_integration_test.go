@@ -17,12 +17,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 const directives = "../../../test/conformance/kubefed-v0.10.0/enabletypedirectives"

@@ -16,10 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // establishedPollInterval is how often the CRD's conditions are read.

@@ -14,12 +14,11 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // fieldOwner owns every field federate applies.
@@ -140,19 +139,6 @@ func validateSelector(selector map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// contextNamespace returns the namespace of the host's context, as kubectl
-// takes it: default when the context sets none.
-func contextNamespace(src kubeconfig.Source) (string, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = src.Path
-	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: src.Context})
-	ns, _, err := cfg.Namespace()
-	if err != nil {
-		return "", fmt.Errorf("reading the namespace of the host's context: %w", err)
-	}
-	return ns, nil
 }
 
 func run(ctx context.Context, s streams.IO, o *options) error {

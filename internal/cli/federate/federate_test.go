@@ -10,8 +10,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 )
 
 // writeKubeconfig writes a kubeconfig with the contexts host, and
@@ -47,18 +46,6 @@ func TestUsageErrors(t *testing.T) {
 			t.Parallel()
 			clitest.CheckUsageError(t, NewCommand, tt.wantErr, tt.args...)
 		})
-	}
-}
-
-func TestContextNamespace(t *testing.T) {
-	t.Parallel()
-	kc := writeKubeconfig(t)
-	tests := []struct{ context, want string }{{"", "default"}, {"host", "default"}, {"team", "team-a"}}
-	for _, tt := range tests {
-		got, err := contextNamespace(kubeconfig.Source{Path: kc, Context: tt.context})
-		if err != nil || got != tt.want {
-			t.Errorf("context %q: namespace %q, %v; want %q", tt.context, got, err, tt.want)
-		}
 	}
 }
 

@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // federator federates objects of one host.
@@ -99,10 +99,7 @@ func (f *federator) typeConfig(ctx context.Context, arg string) (*corev1beta1.Fe
 
 // namespace returns -n, else the namespace of the host's context.
 func namespace(o *options) (string, error) {
-	if o.namespace != "" {
-		return o.namespace, nil
-	}
-	return contextNamespace(o.host)
+	return kubeconfig.Namespace(o.namespace, o.host)
 }
 
 func describeKey(key client.ObjectKey) string {

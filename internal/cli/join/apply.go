@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 )
 
 // applier applies objects to one side of a join, server-side, and reports

@@ -5,8 +5,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
@@ -26,7 +26,7 @@ func CreatePushIdentity(ctx context.Context, member *kubeconfig.Cluster, spec re
 		}
 		spec.Resources = resources
 	}
-	c, err := clientWithTimeout(member, timeout)
+	c, err := member.Client(timeout)
 	if err != nil {
 		return nil, err
 	}

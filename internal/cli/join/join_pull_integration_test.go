@@ -20,17 +20,15 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/registration"
 )
 
@@ -68,9 +66,9 @@ func TestJoinPull(t *testing.T) {
 	versions := checkPullHost(ctx, t, tb.host)
 	checkPullMember(ctx, t, tb.member, path)
 
-	agent := typesClient(t, path)
+	agent := clitest.Client(t, path)
 	checkIdentity(ctx, t, agent)
-	checkAgentRights(ctx, t, typesClient(t, tb.hostKubeconfig()), agent)
+	checkAgentRights(ctx, t, clitest.Client(t, tb.hostKubeconfig()), agent)
 
 	stdout, stderr, code = tb.run(join.NewCommand, append(pull, "--wait=false")...)
 	if code != 0 {
@@ -394,27 +392,6 @@ func renewLease(ctx context.Context, t *testing.T, agent client.Client) {
 	if err := agent.Create(ctx, other); !apierrors.IsForbidden(err) {
 		t.Errorf("the agent creating another Lease: error %v, want Forbidden", err)
 	}
-}
-
-// typesClient returns a client of the kubeconfig at path that also knows
-// the federated types, such as ClusterPropagatedVersion.
-func typesClient(t *testing.T, path string) client.Client {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }
 
 func ptrTo[T any](v T) *T { return &v }

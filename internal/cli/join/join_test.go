@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 )
 
 // userToken is the kubeconfig user's token: it must never be printed.

@@ -13,10 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Poll intervals of the waits.
@@ -38,11 +38,11 @@ type joiner struct {
 }
 
 func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *kubeconfig.Cluster) (*joiner, error) {
-	memberClient, err := clientWithTimeout(member, o.timeout)
+	memberClient, err := member.Client(o.timeout)
 	if err != nil {
 		return nil, err
 	}
-	hostClient, err := clientWithTimeout(host, o.timeout)
+	hostClient, err := host.Client(o.timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -61,13 +61,6 @@ func newJoiner(s streams.IO, o *options, spec registration.Spec, member, host *k
 			host:          registration.HostEndpoint{Server: cmp.Or(o.agentHostServer, host.Server), CAData: host.CAData, TLSServerName: host.TLSServerName},
 		},
 	}, nil
-}
-
-// clientWithTimeout returns a client of c whose requests give up after
-// timeout.
-func clientWithTimeout(c *kubeconfig.Cluster, timeout time.Duration) (client.Client, error) {
-	c.Config.Timeout = timeout
-	return c.Client()
 }
 
 func (j *joiner) join(ctx context.Context) error {

@@ -20,13 +20,13 @@ import (
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // ExitBlocked is the exit code of a migration that findings block (the
@@ -316,7 +316,7 @@ func newHost(s streams.IO, cluster *kubeconfig.Cluster, o *options) (*migrate.Ho
 		return nil, fmt.Errorf("creating a CRD client for context %q: %w", cluster.Context, err)
 	}
 	return &migrate.Host{
-		NewClient:   func() (client.Client, error) { return cluster.Client() },
+		NewClient:   func() (client.Client, error) { return cluster.Client(o.timeout) },
 		CRDs:        ext.ApiextensionsV1().CustomResourceDefinitions(),
 		Disco:       disco,
 		Out:         s.ErrOut,

@@ -9,7 +9,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
@@ -80,7 +80,7 @@ func testInput(force, adopt bool) *planInput {
 		fed.SetAnnotations(map[string]string{typesv1beta1.AnnotationConflictResolution: typesv1beta1.ConflictResolutionAdopt})
 	}
 	return &planInput{
-		s: &subject{fed: fed, cpv: &typesv1beta1.ClusterPropagatedVersion{}, kind: resync.Kind{Type: propagation.Type{
+		s: &subject{fed: fed, cpv: &typesv1beta1.ClusterPropagatedVersion{}, kind: kindref.Kind{Type: propagation.Type{
 			Federated:        schema.GroupVersionKind{Group: "types.kubefed.io", Version: "v1beta1", Kind: "FederatedDeployment"},
 			Target:           schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 			TargetNamespaced: true, FederatedNamespaced: true,

@@ -37,7 +37,7 @@ func (p *planner) place(ctx context.Context, s *subject, clusters []corev1beta1.
 	if !s.fed.GetDeletionTimestamp().IsZero() {
 		return placement{deleting: true, replicas: map[string]int32{}, message: "not scheduled: the resource is being deleted; its copies are deleted from every cluster"}, nil
 	}
-	placer := propagation.NewPlacer(s.kind.Type, overlay{Reader: p.host, scheme: scheme, planned: p.planned}, propagation.NamespacesOf(p.configs), p.scheduler)
+	placer := propagation.NewPlacer(s.kind.Type, overlay{Reader: p.host, scheme: p.scheme, planned: p.planned}, propagation.NamespacesOf(p.configs), p.scheduler)
 	decided, err := placer.Place(ctx, s.fed, s.spec, s.cpv, clusters)
 	if err != nil {
 		return placement{}, err

@@ -12,12 +12,12 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Exit codes, as `fedwarden diff` has them: 0 when nothing would change.
@@ -38,7 +38,7 @@ const (
 
 // options are the flags and argument of plan.
 type options struct {
-	ref          resync.Ref
+	ref          kindref.Ref
 	file         string
 	namespace    string
 	controlPlane string
@@ -154,7 +154,7 @@ func (o *options) setArgs(args []string) error {
 	case len(args) == 0 && o.file == "":
 		return fmt.Errorf("plan needs -f FILE, Federated<Kind> manifests, or KIND/NAME, a federated resource of the host")
 	case len(args) == 1:
-		ref, err := resync.ParseRef(args[0])
+		ref, err := kindref.ParseRef(args[0])
 		if err != nil {
 			return err
 		}
@@ -208,7 +208,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	namespace, err := resync.Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}

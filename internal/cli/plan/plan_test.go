@@ -10,8 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 func TestUsageErrors(t *testing.T) {

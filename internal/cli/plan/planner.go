@@ -6,15 +6,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
@@ -36,19 +33,16 @@ type planner struct {
 	// configs are the host's FederatedTypeConfigs, once subjects has read
 	// them.
 	configs []corev1beta1.FederatedTypeConfig
-	// planned are the resources of -f, as the place stage sees them.
+	// planned are the resources of -f, as the place stage sees them;
+	// scheme types them.
 	planned []*unstructured.Unstructured
+	scheme  *runtime.Scheme
 }
 
 func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
-	host.Config.Timeout = o.timeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, disco, err := host.Clients(o.timeout)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
-	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
+		return nil, err
 	}
 	// No capacity source: the Capacity plugin passes every cluster, and the
 	// report says that capacity was not considered.
@@ -57,19 +51,7 @@ func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
 		return nil, fmt.Errorf("--plugins: %w", err)
 	}
 	return &planner{
-		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, userAgent), scheduler: sched,
+		host: c, disco: disco, scheme: c.Scheme(), members: memberdiff.NewMembers(o.controlPlane, o.networks, userAgent), scheduler: sched,
 		controlPlane: o.controlPlane, timeout: o.timeout, remediation: typesv1beta1.Remediation(o.remediation),
 	}, nil
-}
-
-// scheme knows the Kubernetes kinds and Fedwarden's.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	utilruntime.Must(schedulingv1alpha1.AddToScheme(s))
-	return s
 }

@@ -11,16 +11,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // subject is the federated resource being planned, and what the host says
 // of it.
 type subject struct {
-	kind resync.Kind
+	kind kindref.Kind
 	// fed is the resource as planned: the manifest of -f, or the host's.
 	fed  *unstructured.Unstructured
 	spec render.Spec
@@ -47,7 +47,7 @@ func (s *subject) describe() string {
 // o.ref names, in namespace. The place stage then sees the manifests as
 // applied (overlay).
 func (p *planner) subjects(ctx context.Context, o *options, manifests []*manifestObject, namespace string) ([]*subject, error) {
-	resolver, err := resync.NewResolver(ctx, p.host, p.disco)
+	resolver, err := kindref.NewResolver(ctx, p.host, p.disco)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +93,7 @@ func (p *planner) read(ctx context.Context, s *subject) error {
 
 // fromManifest plans the manifest's object, in the namespace it names,
 // else in namespace; flagNamespace, -n, must not contradict it.
-func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *resync.Resolver, m *manifestObject, flagNamespace, namespace string) error {
+func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *kindref.Resolver, m *manifestObject, flagNamespace, namespace string) error {
 	gvk := m.obj.GroupVersionKind()
 	kind, err := kindOf(resolver, gvk.Group, gvk.Kind)
 	if err != nil {
@@ -127,7 +127,7 @@ func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *resync
 }
 
 // fromHost plans the host's resource ref.
-func (p *planner) fromHost(ctx context.Context, s *subject, resolver *resync.Resolver, ref resync.Ref, namespace string) error {
+func (p *planner) fromHost(ctx context.Context, s *subject, resolver *kindref.Resolver, ref kindref.Ref, namespace string) error {
 	kind, err := resolver.Resolve(ref.Kind)
 	if err != nil {
 		return err
@@ -171,13 +171,13 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 
 // kindOf returns the federated kind group/kind a FederatedTypeConfig
 // federates.
-func kindOf(resolver *resync.Resolver, group, kind string) (resync.Kind, error) {
+func kindOf(resolver *kindref.Resolver, group, kind string) (kindref.Kind, error) {
 	var kinds []string
 	for i := range resolver.Configs {
 		ftc := &resolver.Configs[i]
 		f := ftc.Spec.FederatedType
 		if f.Group == group && f.Kind == kind {
-			return resync.Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
+			return kindref.Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
 		}
 		kinds = append(kinds, f.Kind)
 	}
@@ -185,7 +185,7 @@ func kindOf(resolver *resync.Resolver, group, kind string) (resync.Kind, error) 
 	if len(kinds) > 0 {
 		known = strings.Join(kinds, ", ")
 	}
-	return resync.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", resync.ErrUnknownKind, kind, group, known)
+	return kindref.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", kindref.ErrUnknownKind, kind, group, known)
 }
 
 func describeKey(namespace, name string) string {

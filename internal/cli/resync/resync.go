@@ -1,7 +1,6 @@
 // Package resync implements `fedwarden resync`: it asks the control plane
 // to re-apply a federated resource to every cluster it is placed on, by
-// setting the resource's kubefed.io/resync annotation. It also finds the
-// federated resource a KIND/NAME argument names, for `fedwarden diff`.
+// setting the resource's kubefed.io/resync annotation.
 package resync
 
 import (
@@ -18,14 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // options are the flags and argument of resync.
 type options struct {
-	ref       Ref
+	ref       kindref.Ref
 	namespace string
 	host      kubeconfig.Source
 	timeout   time.Duration
@@ -65,7 +65,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Example: example,
 		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := ParseRef(args[0])
+			ref, err := kindref.ParseRef(args[0])
 			if err != nil {
 				return streams.UsageError(err)
 			}
@@ -92,18 +92,18 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
-	resolver, err := NewResolver(ctx, c, disco)
+	resolver, err := kindref.NewResolver(ctx, c, disco)
 	if err != nil {
 		return err
 	}
 	kind, err := resolver.Resolve(o.ref.Kind)
-	if errors.Is(err, ErrUnknownKind) {
+	if errors.Is(err, kindref.ErrUnknownKind) {
 		return streams.UsageError(err)
 	}
 	if err != nil {
 		return err
 	}
-	namespace, err := Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return streams.UsageError(err)
 	}
@@ -117,7 +117,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 
 // request sets the resync annotation of the resource at key to now, with a
 // merge patch, which fails on a resource that does not exist.
-func request(ctx context.Context, c client.Client, kind Kind, key client.ObjectKey, now time.Time) error {
+func request(ctx context.Context, c client.Client, kind kindref.Kind, key client.ObjectKey, now time.Time) error {
 	patch, err := annotationPatch(now)
 	if err != nil {
 		return err

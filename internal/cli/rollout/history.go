@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // historyOptions are the flags of history.

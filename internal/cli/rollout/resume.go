@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // approveAnnotation approves a wave that awaits approval.

@@ -14,20 +14,16 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 const long = `Rollout follows and steers how the revisions of a federated resource's template
@@ -46,7 +42,7 @@ Exit codes: 0 done, 1 error (and, for status, a halted rollout or a timeout),
 
 // options are the flags every subcommand has, and its argument.
 type options struct {
-	ref            resync.Ref
+	ref            kindref.Ref
 	namespace      string
 	controlPlane   string
 	host           kubeconfig.Source
@@ -79,7 +75,7 @@ func subcommand(cmd *cobra.Command, o *options, run func(ctx context.Context) er
 	cmdline.Setup(cmd)
 	cmd.Args = cmdline.ExactArgs(1, "the federated resource, as KIND/NAME")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		ref, err := resync.ParseRef(args[0])
+		ref, err := kindref.ParseRef(args[0])
 		if err != nil {
 			return streams.UsageError(err)
 		}
@@ -108,22 +104,10 @@ func (o *options) validate() error {
 	return errors.Join(errs...)
 }
 
-// scheme knows the Kubernetes kinds (ControllerRevisions) and Fedwarden's,
-// ClusterPropagatedVersions included.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
-}
-
 // target is the federated resource a command acts on, read from the host.
 type target struct {
 	c    client.Client
-	kind resync.Kind
+	kind kindref.Kind
 	// fed is the federated resource as read.
 	fed *unstructured.Unstructured
 	// namespace holds its revisions and CPV.
@@ -138,25 +122,20 @@ func (o *options) connect(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, streams.UsageError(err)
 	}
-	namespace, err := resync.Namespace(o.namespace, o.host)
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
 	if err != nil {
 		return nil, streams.UsageError(err)
 	}
-	host.Config.Timeout = o.requestTimeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, disco, err := host.Clients(o.requestTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(host.Config)
-	if err != nil {
-		return nil, fmt.Errorf("creating a discovery client for context %q: %w", host.Context, err)
-	}
-	resolver, err := resync.NewResolver(ctx, c, disco)
+	resolver, err := kindref.NewResolver(ctx, c, disco)
 	if err != nil {
 		return nil, err
 	}
 	kind, err := resolver.Resolve(o.ref.Kind)
-	if errors.Is(err, resync.ErrUnknownKind) {
+	if errors.Is(err, kindref.ErrUnknownKind) {
 		return nil, streams.UsageError(err)
 	}
 	if err != nil {

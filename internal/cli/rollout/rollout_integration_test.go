@@ -21,13 +21,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/resync"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // These tests run the commands against a real host API server with
@@ -125,15 +125,7 @@ func TestRollout(t *testing.T) {
 }
 
 func newTestBed(t *testing.T, path string) *testBed {
-	cluster, err := kubeconfig.Load(kubeconfig.Source{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &testBed{c: c, flags: []string{"--host-kubeconfig", path}}
+	return &testBed{c: clitest.Client(t, path), flags: []string{"--host-kubeconfig", path}}
 }
 
 // run runs fedwarden rollout with args and the test bed's flags.
@@ -406,7 +398,7 @@ func (tb *testBed) checkUndo(ctx context.Context, t *testing.T) {
 // read: nothing is written.
 func (tb *testBed) checkUndoStale(ctx context.Context, t *testing.T) {
 	o := &options{namespace: "shop", controlPlane: "kube-federation-system", requestTimeout: 30 * time.Second,
-		host: kubeconfig.Source{Path: tb.flags[1]}, ref: resync.Ref{Kind: "fdeploy", Name: "web"}}
+		host: kubeconfig.Source{Path: tb.flags[1]}, ref: kindref.Ref{Kind: "fdeploy", Name: "web"}}
 	target, err := o.connect(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
 )
 

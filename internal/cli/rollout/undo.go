@@ -16,8 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // undoOptions are the flags of undo.

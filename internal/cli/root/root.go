@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fedwarden/fedwarden/internal/cli/agent"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
 	"github.com/fedwarden/fedwarden/internal/cli/console"
 	"github.com/fedwarden/fedwarden/internal/cli/controllermanager"
 	"github.com/fedwarden/fedwarden/internal/cli/diff"
@@ -26,10 +25,11 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/resync"
 	"github.com/fedwarden/fedwarden/internal/cli/rollout"
 	"github.com/fedwarden/fedwarden/internal/cli/status"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/cli/up"
 	"github.com/fedwarden/fedwarden/internal/cli/version"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // NewCommand returns the root command with every subcommand attached.

@@ -11,16 +11,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/cmdline"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // defaultTop is how many worst offenders are shown unless --top says.
@@ -108,10 +105,9 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	host.Config.Timeout = o.timeout
-	c, err := client.New(host.Config, client.Options{Scheme: scheme})
+	c, err := host.Client(o.timeout)
 	if err != nil {
-		return fmt.Errorf("creating a client for context %q: %w", host.Context, err)
+		return err
 	}
 	objs, err := read(ctx, c)
 	if err != nil {
@@ -149,15 +145,4 @@ func read(ctx context.Context, c client.Reader) (objects, error) {
 		return objects{}, err
 	}
 	return objects{clusters: clusters.Items, types: types.Items, cpvs: cpvs.Items}, nil
-}
-
-// scheme knows the Kubernetes kinds and Fedwarden's.
-var scheme = newScheme()
-
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(corev1beta1.AddToScheme(s))
-	utilruntime.Must(typesv1beta1.AddToScheme(s))
-	return s
 }

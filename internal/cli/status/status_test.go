@@ -14,7 +14,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 )
 
 func TestUsageErrors(t *testing.T) {

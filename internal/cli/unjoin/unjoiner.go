@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/manifest"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // unjoiner removes one cluster.
@@ -32,14 +32,13 @@ type unjoiner struct {
 }
 
 func newUnjoiner(s streams.IO, o *options, member *kubeconfig.Cluster, memberErr error, host *kubeconfig.Cluster) (*unjoiner, error) {
-	host.Config.Timeout = o.timeout
-	hostClient, err := host.Client()
+	hostClient, err := host.Client(o.timeout)
 	if err != nil {
 		return nil, err
 	}
 	var memberClient client.Client
 	if member != nil {
-		if memberClient, err = member.Client(); err != nil {
+		if memberClient, err = member.Client(0); err != nil {
 			return nil, err
 		}
 	}

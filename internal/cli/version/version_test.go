@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 func TestRun(t *testing.T) {

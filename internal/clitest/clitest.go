@@ -15,9 +15,9 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
-	"github.com/fedwarden/fedwarden/internal/cli/streams"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Execute runs the command newCommand returns with args, and returns what
@@ -84,7 +84,7 @@ func Client(t testing.TB, path string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cluster.Client()
+	c, err := cluster.Client(0)
 	if err != nil {
 		t.Fatal(err)
 	}

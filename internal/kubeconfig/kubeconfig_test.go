@@ -113,3 +113,45 @@ func TestAddFlags(t *testing.T) {
 		}
 	}
 }
+
+// Namespace is the flag when set, else the context's namespace, else
+// default, as kubectl takes it.
+func TestNamespace(t *testing.T) {
+	t.Parallel()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["host"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	kc.AuthInfos["host"] = &clientcmdapi.AuthInfo{Token: "t"}
+	kc.Contexts["host"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "host"}
+	kc.Contexts["team"] = &clientcmdapi.Context{Cluster: "host", AuthInfo: "host", Namespace: "team-a"}
+	kc.CurrentContext = "host"
+	path := filepath.Join(t.TempDir(), "config")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ flag, context, want string }{
+		{"", "", "default"}, {"", "host", "default"}, {"", "team", "team-a"}, {"web", "team", "web"},
+	}
+	for _, tt := range tests {
+		got, err := Namespace(tt.flag, Source{Path: path, Context: tt.context})
+		if err != nil || got != tt.want {
+			t.Errorf("flag %q, context %q: namespace %q, %v; want %q", tt.flag, tt.context, got, err, tt.want)
+		}
+	}
+}
+
+// LoadConfig reads the context src names, as kubectl does.
+func TestLoadConfig(t *testing.T) {
+	t.Parallel()
+	path := writeKubeconfig(t, t.TempDir(), "a")
+	for context, want := range map[string]string{"": "https://a.example:6443", "b": "https://b.example:6443"} {
+		cfg, err := LoadConfig(Source{Path: path, Context: context})
+		if err != nil {
+			t.Errorf("context %q: %v", context, err)
+		} else if cfg.Host != want {
+			t.Errorf("context %q: host %s, want %s", context, cfg.Host, want)
+		}
+	}
+	if _, err := LoadConfig(Source{Path: path, Context: "nope"}); err == nil {
+		t.Error("a missing context loaded")
+	}
+}

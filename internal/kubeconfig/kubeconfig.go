@@ -1,6 +1,8 @@
 // Package kubeconfig loads a cluster's connection settings from a
-// kubeconfig file the way kubectl does, and makes clients from them. It
-// also registers the flags that say which kubeconfig and context to use.
+// kubeconfig file the way kubectl does, and makes clients from them with
+// the one scheme of package scheme: every command loads its host here. It
+// also registers the flags that say which kubeconfig and context to use,
+// and reads the namespace of a context.
 package kubeconfig
 
 import (
@@ -11,16 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
 // Source says where a cluster's settings come from, and which flags said
@@ -153,32 +152,25 @@ func contextNames(raw *clientcmdapi.Config) string {
 	return strings.Join(names, ", ")
 }
 
-// scheme knows the Kubernetes kinds and Fedwarden's.
-var scheme = newScheme()
+// clientScheme knows the Kubernetes kinds and Fedwarden's.
+var clientScheme = scheme.New()
 
-func newScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(v1beta1.AddToScheme(s))
-	return s
-}
-
-// Client returns a client of the cluster that knows the Kubernetes kinds
-// and Fedwarden's. It does not contact the cluster.
-func (c *Cluster) Client() (client.Client, error) {
-	cl, err := client.New(c.Config, client.Options{Scheme: scheme})
+// Client makes the cluster's requests give up after timeout (in c.Config;
+// 0 means never), then returns a client of it that knows the Kubernetes
+// kinds and Fedwarden's. It does not contact the cluster.
+func (c *Cluster) Client(timeout time.Duration) (client.Client, error) {
+	c.Config.Timeout = timeout
+	cl, err := client.New(c.Config, client.Options{Scheme: clientScheme})
 	if err != nil {
 		return nil, fmt.Errorf("creating a client for context %q: %w", c.Context, err)
 	}
 	return cl, nil
 }
 
-// Clients makes the cluster's requests give up after timeout (in
-// c.Config), then returns a client of it, as Client does, and a discovery
-// client. It does not contact the cluster.
+// Clients returns a client of the cluster, as Client does, and a discovery
+// client, both giving up after timeout. It does not contact the cluster.
 func (c *Cluster) Clients(timeout time.Duration) (client.Client, *discovery.DiscoveryClient, error) {
-	c.Config.Timeout = timeout
-	cl, err := c.Client()
+	cl, err := c.Client(timeout)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -187,4 +179,33 @@ func (c *Cluster) Clients(timeout time.Duration) (client.Client, *discovery.Disc
 		return nil, nil, fmt.Errorf("creating a discovery client for context %q: %w", c.Context, err)
 	}
 	return cl, disco, nil
+}
+
+// LoadConfig returns the client configuration of src as kubectl loads
+// it: the kubeconfig src names, else $KUBECONFIG, else ~/.kube/config;
+// when none is found, the pod's ServiceAccount (in-cluster), which Load
+// never falls back to. Its error is clientcmd's: the caller says what it
+// was loading.
+func LoadConfig(src Source) (*rest.Config, error) {
+	return deferred(src).ClientConfig()
+}
+
+// Namespace returns flag, when set, else the namespace of src's context,
+// as kubectl takes it: default when the context sets none.
+func Namespace(flag string, src Source) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	ns, _, err := deferred(src).Namespace()
+	if err != nil {
+		return "", fmt.Errorf("reading the namespace of the host's context: %w", err)
+	}
+	return ns, nil
+}
+
+// deferred returns src's client configuration, loaded when first asked.
+func deferred(src Source) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = src.Path
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: src.Context})
 }

@@ -1,4 +1,8 @@
-package resync
+// Package kindref reads a federated resource as the command line names it,
+// KIND/NAME, and resolves KIND to the federated kind a FederatedTypeConfig
+// enables, as kubectl resolves kinds. resync, diff, rollout and plan name
+// their resource this way.
+package kindref
 
 import (
 	"context"
@@ -12,11 +16,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -152,20 +154,4 @@ func federates(ftc *corev1beta1.FederatedTypeConfig, gk schema.GroupKind) bool {
 
 func targets(ftc *corev1beta1.FederatedTypeConfig, gk schema.GroupKind) bool {
 	return ftc.Spec.TargetType.Group == gk.Group && ftc.Spec.TargetType.Kind == gk.Kind
-}
-
-// Namespace returns flag, when set, else the namespace of src's context, as
-// kubectl takes it: default when the context sets none.
-func Namespace(flag string, src kubeconfig.Source) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = src.Path
-	cfg := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: src.Context})
-	ns, _, err := cfg.Namespace()
-	if err != nil {
-		return "", fmt.Errorf("reading the namespace of the host's context: %w", err)
-	}
-	return ns, nil
 }
