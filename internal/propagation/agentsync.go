@@ -55,13 +55,22 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstr
 }
 
 // agentSync syncs fed, which cpv places on the agent's cluster, to that
-// cluster and writes the agent's entry of cpv.
-func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) (reconcile.Result, error) {
+// cluster and writes the agent's entry of cpv. Its report is deferred
+// (agentReport), so that a sync that stops on an error no retry fixes says
+// why in that entry.
+func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion) (result reconcile.Result, err error) {
 	spec, err := render.ParseSpec(fed)
 	if err != nil {
+		// The host reads the same spec, and its report says why (read).
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 	in := newSyncInput(fed, spec, cpv, targetsOf(cpv))
+	var target typesv1beta1.Revision
+	defer func() {
+		if err = r.agentReport(ctx, cpv, in, target, err); err != nil {
+			result = reconcile.Result{}
+		}
+	}()
 	if why := placementDisagrees(spec.Placement, r.agent.cluster); why != "" {
 		return r.agentRefuse(ctx, cpv, in, why)
 	}
@@ -73,17 +82,21 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 	if err != nil {
 		// The host has not decided yet which revision of this content the
 		// cluster is to have: nothing is written until it has (its CPV
-		// write calls for a sync).
+		// write calls for a sync). The host reports the cluster
+		// WaitingForAgent meanwhile.
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the host's rollout decision", "reason", err.Error())
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
+	target = rev.number
 	if rev.held != nil {
 		if why := heldDisagrees(*rev.held); why != "" {
 			return r.agentRefuse(ctx, cpv, in, why)
 		}
-		if in, err = heldInput(in, cpv, *rev.held); err != nil {
-			return reconcile.Result{}, reconcile.TerminalError(err)
+		held, err := heldInput(in, cpv, *rev.held)
+		if err != nil {
+			return reconcile.Result{}, reconcile.TerminalError(fmt.Errorf("reading revision %d in the ClusterPropagatedVersion's spec.rollout.held: %w", rev.number, err))
 		}
+		in = held
 	}
 	res := r.apply.judge(r.apply.syncCluster(ctx, in, r.agent.cluster, nil))
 	res.target = rev.number
@@ -111,6 +124,41 @@ func (r *Reconciler) agentRefuse(ctx context.Context, cpv *typesv1beta1.ClusterP
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+}
+
+// agentReport is the report stage of an agent's sync, deferred by
+// agentSync: a sync that stopped on err writes, in the agent's entry of
+// cpv, what agentStopped says of it. It only describes: nothing is written
+// to the cluster. It returns err, with the error of its own write if any.
+func (r *Reconciler) agentReport(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, target typesv1beta1.Revision, err error) error {
+	res, ok := agentStopped(r.agent.cluster, target, err)
+	if !ok {
+		return err
+	}
+	res = scrubbed(res, r.apply.scrubberOf(in.fed))
+	if werr := r.record.writeAgentResult(ctx, cpv, in, res); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// agentStopped is the outcome the agent's entry records for a sync of
+// cluster, toward revision target, that stopped on err: ApplyFailed with
+// err as its message when err is terminal, for then the agent waits until
+// the resource or its CPV changes. It is false for nil and for any other
+// error: that one is retried at once, and is most often the write of the
+// entry itself, which the entry cannot report.
+func agentStopped(cluster string, target typesv1beta1.Revision, err error) (clusterResult, bool) {
+	if err == nil || !errors.Is(err, reconcile.TerminalError(nil)) {
+		return clusterResult{}, false
+	}
+	if inner := errors.Unwrap(err); inner != nil {
+		err = inner
+	}
+	res := applyFailed(cluster, err, false)
+	res.message = fmt.Sprintf("not synced: %v; nothing is written to cluster %s until the resource or its ClusterPropagatedVersion changes", err, cluster)
+	res.target = target
+	return res, true
 }
 
 // placementDisagrees says why the resource's placement p does not place

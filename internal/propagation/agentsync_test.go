@@ -1,11 +1,16 @@
 package propagation
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -113,4 +118,46 @@ func mustFederated(t *testing.T, doc string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// A sync the agent stops on an error no retry fixes (here a held revision
+// whose content cannot be read) is recorded in its CPV entry: ApplyFailed,
+// the error as its message, the versions the cluster has kept as they
+// were. An error the retry may fix (the entry's own write) is not.
+func TestAgentStopped(t *testing.T) {
+	t.Parallel()
+	fed := mustFederated(t, `{apiVersion: types.kubefed.io/v1beta1, kind: FederatedConfigMap, metadata: {name: x, namespace: ns}, spec: {template: {data: {greeting: v2}}}}`)
+	spec, err := render.ParseSpec(fed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	in := newSyncInput(fed, spec, cpv, targetsOf(cpv))
+	unreadable := typesv1beta1.HeldRevision{Number: 2, Template: &apiextensionsv1.JSON{Raw: []byte(`"not an object"`)}}
+	_, heldErr := heldInput(in, cpv, unreadable)
+	if heldErr == nil {
+		t.Fatal("heldInput read a template that is not an object")
+	}
+	stopped := reconcile.TerminalError(fmt.Errorf("reading revision 2 in the ClusterPropagatedVersion's spec.rollout.held: %w", heldErr))
+
+	res, ok := agentStopped("edge", 2, stopped)
+	if !ok {
+		t.Fatal("a terminal error is not recorded")
+	}
+	if res.state != typesv1beta1.ApplyFailed || res.reason != typesv1beta1.ClusterApplyFailed || res.target != 2 || res.retry ||
+		!strings.HasPrefix(res.message, "not synced: reading revision 2 in the ClusterPropagatedVersion's spec.rollout.held: reading the template of held revision 2") ||
+		!strings.Contains(res.message, "nothing is written to cluster edge") {
+		t.Errorf("agentStopped = %+v", res)
+	}
+	prev := typesv1beta1.ClusterVersion{ClusterName: "edge", State: typesv1beta1.InSync, Version: "7", TemplateVersion: "1", OverrideVersion: "1"}
+	cv := clusterVersion(prev, res, in.v, "", metav1.Now())
+	if cv.State != typesv1beta1.ApplyFailed || cv.Version != "7" || cv.TemplateVersion != "1" || cv.OverrideVersion != "1" || cv.TargetRevision != 2 || cv.Message != res.message {
+		t.Errorf("entry = %+v: want ApplyFailed, the versions the cluster had, target 2 and the message", cv)
+	}
+
+	for _, err := range []error{nil, fmt.Errorf("writing cluster edge's entry of ClusterPropagatedVersion ns/x: %w", errors.New("connection refused"))} {
+		if res, ok := agentStopped("edge", 0, err); ok {
+			t.Errorf("agentStopped(%v) records %+v, want nothing", err, res)
+		}
+	}
 }

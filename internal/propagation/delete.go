@@ -16,22 +16,29 @@ import (
 )
 
 // reconcileDelete deletes every member copy, unless the resource is
-// annotated to orphan them, then lets the resource go.
-func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
+// annotated to orphan them, then lets the resource go. Its report is
+// deferred (reporter.deletion), so that every exit that leaves the resource
+// in place says why in the Propagated condition.
+func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unstructured) (res reconcile.Result, err error) {
 	if !controllerutil.ContainsFinalizer(fed, typesv1beta1.FinalizerSync) {
 		return reconcile.Result{}, nil
 	}
+	var pending []string
+	defer func() {
+		if err = r.report.deletion(ctx, fed, pending, err); err != nil {
+			res = reconcile.Result{}
+		}
+	}()
 	// A resource that was never synced (see OutOfReach) has no copy of its
 	// own to delete.
 	refused, _ := OutOfReach(r.typ, fed)
 	if fed.GetAnnotations()[typesv1beta1.AnnotationOrphan] != "true" && refused == "" {
-		pending, err := r.deleteAllCopies(ctx, fed)
-		if err != nil {
+		if pending, err = r.deleteAllCopies(ctx, fed); err != nil {
 			return reconcile.Result{}, err
 		}
 		if len(pending) > 0 {
 			// Not an error: the deletion waits, and the status says for what.
-			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, r.report.writeDeletionPending(ctx, fed, pending)
+			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 		}
 	}
 	if r.typ.IsNamespace() && r.notifier != nil {

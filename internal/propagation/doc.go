@@ -34,7 +34,12 @@
 //     that stops part way says why in the Propagated condition.
 //
 // A resource being deleted takes delete.go's path instead: every copy the
-// delete rule says is its own is deleted, then the finalizer goes.
+// delete rule says is its own is deleted, then the finalizer goes. Its
+// report (reporter.deletion) is deferred too: an exit that leaves the
+// resource in place says why in the Propagated condition, DeletionPending
+// or DeletionFailed, and writes nothing else. An agent's sync defers its
+// report the same way (agentReport): an error no retry fixes is recorded
+// in the agent's own CPV entry.
 //
 // A member copy carries the label kubefed.io/managed=true and annotations
 // with the template version, the override version and a hash of the

@@ -67,16 +67,48 @@ func (rep *reporter) patchFederatedStatus(ctx context.Context, fed *unstructured
 	return nil
 }
 
-// writeDeletionPending sets the Propagated condition of a resource being
-// deleted to say which clusters its deletion waits for.
-func (rep *reporter) writeDeletionPending(ctx context.Context, fed *unstructured.Unstructured, pending []string) error {
+// deletion is the report stage of a deletion, deferred by reconcileDelete
+// so that it runs on every exit: one that leaves the resource in place says
+// why in the Propagated condition (see deletionStatus); one that let it go
+// writes nothing. It only describes: it writes no member and no CPV. It
+// returns err, with the error of its own write if any; a resource gone
+// meanwhile is no error.
+func (rep *reporter) deletion(ctx context.Context, fed *unstructured.Unstructured, pending []string, err error) error {
 	old := federatedStatusOf(fed)
+	next, ok := deletionStatus(old, pending, err, fed.GetGeneration(), metav1.NewTime(rep.now()))
+	if !ok {
+		return err
+	}
+	if werr := rep.patchFederatedStatus(ctx, fed, old, next); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// deletionStatus is old with the Propagated condition of a deletion that
+// stopped on err, or waits for the copies of the clusters pending: False,
+// DeletionFailed with err as its message, or DeletionPending naming the
+// clusters. It is false when there is nothing to say: the deletion went
+// through, or err is a race or the end of the controller (worthReporting),
+// settled by the retry that follows.
+func deletionStatus(old typesv1beta1.FederatedStatus, pending []string, err error, generation int64, now metav1.Time) (typesv1beta1.FederatedStatus, bool) {
+	var reason, msg string
+	switch {
+	case err != nil && !worthReporting(err):
+		return old, false
+	case err != nil:
+		reason = typesv1beta1.ReasonDeletionFailed
+		msg = fmt.Sprintf("deleting: the last attempt stopped before it finished, and is retried: %v", err)
+	case len(pending) > 0:
+		reason = typesv1beta1.ReasonDeletionPending
+		msg = fmt.Sprintf("deleting: waiting for the copies in clusters %s to be deleted: they cannot be reached, or their agents (Pull) have not deleted them yet; "+
+			"they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", "))
+	default:
+		return old, false
+	}
 	next := *old.DeepCopy()
-	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, typesv1beta1.ReasonDeletionPending,
-		fmt.Sprintf("deleting: waiting for the copies in clusters %s to be deleted: they cannot be reached, or their agents (Pull) have not deleted them yet; "+
-			"they are deleted when the clusters are Ready again, or unjoin them", strings.Join(pending, ", ")),
-		fed.GetGeneration(), metav1.NewTime(rep.now()))
-	return rep.patchFederatedStatus(ctx, fed, old, next)
+	setCondition(&next.Conditions, typesv1beta1.FederatedPropagated, false, reason, bounded(msg, 4096), generation, now)
+	return next, true
 }
 
 // recordDecision emits an Event on fed when its Scheduled condition is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,5 +76,57 @@ func TestWorthReporting(t *testing.T) {
 		if got := worthReporting(tt.err); got != tt.want {
 			t.Errorf("worthReporting(%v) = %v, want %v", tt.err, got, tt.want)
 		}
+	}
+}
+
+func TestDeletionStatus(t *testing.T) {
+	t.Parallel()
+	now := metav1.Now()
+	gr := schema.GroupResource{Group: "types.kubefed.io", Resource: "federateddeployments"}
+	old := typesv1beta1.FederatedStatus{
+		ObservedGeneration: 2,
+		Conditions: []metav1.Condition{
+			{Type: typesv1beta1.FederatedPropagated, Status: metav1.ConditionTrue, Reason: typesv1beta1.ReasonPropagated, Message: "1 of 1 clusters have the current version"},
+		},
+	}
+	tests := []struct {
+		name       string
+		pending    []string
+		err        error
+		wantReason string // "" when nothing is written
+		wantMsg    string
+	}{
+		{name: "went through"},
+		{name: "waits", pending: []string{"east", "west"}, wantReason: typesv1beta1.ReasonDeletionPending,
+			wantMsg: "deleting: waiting for the copies in clusters east, west to be deleted"},
+		{name: "cluster list failed", err: fmt.Errorf("listing FederatedClusters: %w", errors.New("forbidden")), wantReason: typesv1beta1.ReasonDeletionFailed,
+			wantMsg: "deleting: the last attempt stopped before it finished, and is retried: listing FederatedClusters: forbidden"},
+		{name: "finalizer refused", pending: nil, err: fmt.Errorf("removing the finalizer: %w", apierrors.NewForbidden(gr, "web", errors.New("denied"))),
+			wantReason: typesv1beta1.ReasonDeletionFailed, wantMsg: "removing the finalizer: federateddeployments.types.kubefed.io \"web\" is forbidden: denied"},
+		{name: "race", err: fmt.Errorf("removing the finalizer: %w", apierrors.NewConflict(gr, "web", errors.New("changed")))},
+		{name: "gone", err: apierrors.NewNotFound(gr, "web")},
+		{name: "stopping", err: fmt.Errorf("reading the ClusterPropagatedVersion: %w", context.Canceled)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			st, ok := deletionStatus(old, tt.pending, tt.err, 3, now)
+			if ok != (tt.wantReason != "") {
+				t.Fatalf("deletionStatus writes = %v, want %v", ok, tt.wantReason != "")
+			}
+			if !ok {
+				return
+			}
+			c := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedPropagated)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tt.wantReason || !strings.Contains(c.Message, tt.wantMsg) || c.ObservedGeneration != 3 {
+				t.Errorf("Propagated = %+v, want False %s holding %q", c, tt.wantReason, tt.wantMsg)
+			}
+			if st.ObservedGeneration != 2 {
+				t.Errorf("observedGeneration changed: %d", st.ObservedGeneration)
+			}
+		})
+	}
+	if meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedPropagated).Status != metav1.ConditionTrue {
+		t.Error("deletionStatus changed the old status")
 	}
 }

@@ -367,6 +367,12 @@ const (
 	// ReasonDeletionPending: the resource is being deleted and waits for
 	// clusters that cannot be reached to delete its copies there.
 	ReasonDeletionPending = "DeletionPending"
+	// ReasonDeletionFailed: the resource is being deleted, and its last
+	// deletion attempt stopped on an error (reading the clusters or its
+	// ClusterPropagatedVersion, or removing its finalizer); the message
+	// quotes it. The deletion is retried; no copy is kept or deleted
+	// because of the error.
+	ReasonDeletionFailed = "DeletionFailed"
 	// EventDriftDetected: a member's copy drifted; the message names the
 	// cluster, the state and the changed paths.
 	EventDriftDetected = "DriftDetected"
