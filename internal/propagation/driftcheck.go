@@ -25,12 +25,6 @@ type finding struct {
 	adopted bool
 }
 
-// outOfBand tells whether the finding is someone else's doing in the
-// member, which the remediation policy governs.
-func (f finding) outOfBand() bool {
-	return f.state == typesv1beta1.ModifiedOutOfBand || f.state == typesv1beta1.Missing
-}
-
 // classify is the write decision for one cluster's copy (DecideWrite),
 // and the finding it holds: with the time the member event that revealed
 // the drift arrived, when one did.

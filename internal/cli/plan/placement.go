@@ -10,10 +10,6 @@ import (
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
 )
 
-// maxExplanation bounds the placement message, as the Scheduled
-// condition's.
-const maxExplanation = 2048
-
 // placement is where the scheduler puts the resource.
 type placement struct {
 	// names are the placed clusters, sorted; replicas those of the
