@@ -23,6 +23,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // kubefedServiceAccount is the member identity fedtest gives KubeFed: a
@@ -89,19 +90,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		t.Errorf("the migration changed KubeFed's Secrets: %s", diff)
 	}
 
-	cm, err := startControllerManager(bed, dir, steadyProbes, plan.ControllerManagerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmRunning := true
-	t.Cleanup(func() {
-		if cmRunning {
-			_ = cm.stop()
-		}
-		if t.Failed() {
-			dumpLog(cm.logPath)
-		}
-	})
+	cm := adoptingControllerManager(t, bed, dir, plan.ControllerManagerArgs)
 	waitForAdoption(t, host, false)
 	if diff := fingerprintDiff(copiesBefore, memberFingerprints(t, members)); diff != "" {
 		t.Errorf("adopting KubeFed's copies wrote to the members: %s", diff)
@@ -118,7 +107,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
 	for i, m := range members {
 		mc := newClient(t, m)
-		eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
 			d := &appsv1.Deployment{}
 			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
 				return false, err.Error()
@@ -134,7 +123,6 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	if err := cm.stop(); err != nil {
 		t.Error(err)
 	}
-	cmRunning = false
 	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
 	if r.code != 0 {
 		t.Fatalf("the rollback failed:\n%s", r)
@@ -158,7 +146,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"from kubefed"}}}}`)
 	// sample1 overrides cluster2's data: the change shows in cluster1.
 	mc := newClient(t, members[0])
-	eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
 		c := &corev1.ConfigMap{}
 		if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, c); err != nil {
 			return false, err.Error()

@@ -27,6 +27,11 @@ import (
 // whose members run only these has nothing but Fedwarden write to them.
 var JoinControllers = []string{"serviceaccount-controller", "serviceaccount-token-controller"}
 
+// SteadySettings are the probe settings of a bed whose members stay up: a
+// probe every 10 s, which fails after 3 s; three failures in a row make a
+// member not Ready.
+var SteadySettings = Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3}
+
 // Options choose what StartBed runs, in this order: the federation, KWOK
 // in each member, a controller-manager, the joins, the types.
 type Options struct {
@@ -34,7 +39,8 @@ type Options struct {
 	// kube-controller-manager controllers, the CRDs.
 	Federation []localfed.Option
 	// Bin is the fedwarden binary (Build), which ControllerManager, Join,
-	// Pull and Enable need.
+	// Pull and Enable need; when it is empty and they are asked for,
+	// StartBed builds one for the bed.
 	Bin string
 	// KWOK runs KWOK in every member, with KWOKOptions, so that Pods run
 	// and Nodes report.
@@ -54,6 +60,10 @@ type Options struct {
 	// Enable are types enabled with `fedwarden enable`, each waited for
 	// until its propagation controller runs.
 	Enable []string
+	// Unthrottled makes the bed's Host and Members clients free of
+	// client-side rate limits (see Unthrottled), for tests that write
+	// many objects at once.
+	Unthrottled bool
 }
 
 // Bed is one test's federation: a localfed host and members, admin
@@ -77,8 +87,9 @@ type Bed struct {
 	Types map[string]*corev1beta1.FederatedTypeConfig
 	// Dir holds the bed's kubeconfigs and process logs.
 	Dir string
+	// Bin is the fedwarden binary the bed runs.
+	Bin string
 
-	bin       string
 	agentArgs map[string][]string
 	procs     []*ControllerManager
 }
@@ -89,16 +100,27 @@ type Bed struct {
 func StartBed(t testing.TB, o Options) *Bed {
 	t.Helper()
 	b := &Bed{Members: map[string]client.Client{}, Agents: map[string]*ControllerManager{},
-		Types: map[string]*corev1beta1.FederatedTypeConfig{}, Dir: t.TempDir(), bin: o.Bin, agentArgs: map[string][]string{}}
+		Types: map[string]*corev1beta1.FederatedTypeConfig{}, Dir: t.TempDir(), Bin: o.Bin, agentArgs: map[string][]string{}}
+	if b.Bin == "" && (o.ControllerManager != nil || o.Join || len(o.Pull) > 0 || len(o.Enable) > 0) {
+		bin, err := Build(b.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Bin = bin
+	}
 	f, err := StartFederation(t, o.Federation...)
 	if err != nil {
 		t.Fatalf("starting a test bed: %v", err)
 	}
 	b.Fed = f
 	t.Cleanup(func() { b.stop(t) })
-	b.Host = MustClient(t, f.Host.Config)
+	config := func(c *rest.Config) *rest.Config { return c }
+	if o.Unthrottled {
+		config = Unthrottled
+	}
+	b.Host = MustClient(t, config(f.Host.Config))
 	for _, m := range f.Members {
-		b.Members[m.Name] = MustClient(t, m.Config)
+		b.Members[m.Name] = MustClient(t, config(m.Config))
 		if o.KWOK {
 			RunKWOK(t, m, o.KWOKOptions...)
 		}
@@ -178,7 +200,7 @@ func RestartCluster(t testing.TB, c *localfed.Cluster) error {
 // test did.
 func (b *Bed) StartControllerManager(t testing.TB, s Settings) *ControllerManager {
 	t.Helper()
-	cm, err := StartControllerManager(b.bin, b.Fed, b.Dir, s)
+	cm, err := StartControllerManager(b.Bin, b.Fed, b.Dir, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +212,7 @@ func (b *Bed) StartControllerManager(t testing.TB, s Settings) *ControllerManage
 // Run runs the CLI with args, failing t only when it cannot run.
 func (b *Bed) Run(t testing.TB, args ...string) Result {
 	t.Helper()
-	r, err := Run(t.Context(), b.bin, args...)
+	r, err := Run(t.Context(), b.Bin, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +236,7 @@ func (b *Bed) JoinPull(t testing.TB, name string, agentArgs ...string) *Controll
 	if m == nil {
 		t.Fatalf("the bed has no member %s to join in Pull mode", name)
 	}
-	agentHost := filepath.Join(b.Dir, name+"-agent-host.kubeconfig")
+	agentHost := b.AgentHostKubeconfig(name)
 	if r := b.Run(t, JoinArgs(b.Fed, m, name, "--sync-mode", "Pull", "--agent-kubeconfig", agentHost, "--wait=false")...); r.Code != 0 {
 		t.Fatalf("joining %s in Pull mode failed:\n%s", name, r)
 	}
@@ -226,12 +248,20 @@ func (b *Bed) JoinPull(t testing.TB, name string, agentArgs ...string) *Controll
 	return b.StartAgent(t, name)
 }
 
+// AgentHostKubeconfig is the path of the kubeconfig of the host that
+// `fedwarden join --sync-mode Pull` wrote for the agent of cluster name.
+func (b *Bed) AgentHostKubeconfig(name string) string {
+	return filepath.Join(b.Dir, name+"-agent-host.kubeconfig")
+}
+
 // StartAgent starts the agent of Pull cluster name (joined by JoinPull),
-// again with the same flags after a test stopped it, and waits until the
-// host sees the cluster Ready from the agent's Lease.
-func (b *Bed) StartAgent(t testing.TB, name string) *ControllerManager {
+// again with the same flags after a test stopped it, and more flags, kept
+// for later starts too; it waits until the host sees the cluster Ready
+// from the agent's Lease.
+func (b *Bed) StartAgent(t testing.TB, name string, more ...string) *ControllerManager {
 	t.Helper()
-	agent, err := StartAgent(b.bin, b.Dir, b.agentArgs[name]...)
+	b.agentArgs[name] = append(b.agentArgs[name], more...)
+	agent, err := StartAgent(b.Bin, b.Dir, b.agentArgs[name]...)
 	if err != nil {
 		t.Fatal(err)
 	}
