@@ -314,17 +314,20 @@ func (b *Bed) stop(t testing.TB) {
 	}
 }
 
-// LogTail logs the last 64 KiB of the log at path, for a failed test.
+// LogTail logs the end of the log at path (Tail), for a failed test.
 func LogTail(t testing.TB, path string) {
+	t.Logf("--- last lines of %s ---\n%s", filepath.Base(path), Tail(path))
+}
+
+// Tail returns the last 64 KiB of the file at path, or what reading it
+// failed with.
+func Tail(path string) []byte {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return
+		return []byte(err.Error())
 	}
 	const tail = 64 << 10
-	if len(data) > tail {
-		data = data[len(data)-tail:]
-	}
-	t.Logf("--- last lines of %s ---\n%s", filepath.Base(path), data)
+	return data[max(0, len(data)-tail):]
 }
 
 // Scheme returns a scheme of the core Kubernetes types, CRDs and

@@ -48,3 +48,13 @@ func NoError(cond func(ctx context.Context) error) func(ctx context.Context) (bo
 		return true, ""
 	}
 }
+
+// True adapts a condition that says only whether it holds, for Eventually.
+func True(cond func() bool) func(ctx context.Context) (bool, string) {
+	return func(context.Context) (bool, string) {
+		if cond() {
+			return true, ""
+		}
+		return false, "not yet"
+	}
+}
