@@ -92,15 +92,20 @@ type Bed struct {
 
 	agentArgs map[string][]string
 	procs     []*ControllerManager
+	kwoks     map[string]*KWOK
 }
 
 // StartBed starts a bed for t as o says, and stops it when t ends. It
 // fails t when anything does not start; stopping fails t when a process
-// did not stop cleanly (see ControllerManager.Stop).
+// did not stop cleanly (see ControllerManager.Stop). In -short mode it
+// skips t: a bed starts real API servers.
 func StartBed(t testing.TB, o Options) *Bed {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real kube-apiservers: skipped in -short mode")
+	}
 	b := &Bed{Members: map[string]client.Client{}, Agents: map[string]*ControllerManager{},
-		Types: map[string]*corev1beta1.FederatedTypeConfig{}, Dir: t.TempDir(), Bin: o.Bin, agentArgs: map[string][]string{}}
+		Types: map[string]*corev1beta1.FederatedTypeConfig{}, Dir: t.TempDir(), Bin: o.Bin, agentArgs: map[string][]string{}, kwoks: map[string]*KWOK{}}
 	if b.Bin == "" && (o.ControllerManager != nil || o.Join || len(o.Pull) > 0 || len(o.Enable) > 0) {
 		bin, err := Build(b.Dir)
 		if err != nil {
@@ -122,7 +127,11 @@ func StartBed(t testing.TB, o Options) *Bed {
 	for _, m := range f.Members {
 		b.Members[m.Name] = MustClient(t, config(m.Config))
 		if o.KWOK {
-			RunKWOK(t, m, o.KWOKOptions...)
+			k, err := StartKWOK(t.Context(), m, t.TempDir(), o.KWOKOptions...)
+			if err != nil {
+				t.Fatalf("starting KWOK in %s: %v", m.Name, err)
+			}
+			b.kwoks[m.Name] = k
 		}
 	}
 	if o.ControllerManager != nil {
@@ -296,12 +305,20 @@ func (b *Bed) Enable(t testing.TB, kind string) *corev1beta1.FederatedTypeConfig
 	return ftc
 }
 
-// stop stops every process the bed started, newest first, then the
-// federation, and shows the end of each process's log when t failed.
+// stop stops every process the bed started, newest first, then KWOK,
+// then the federation, and shows the end of each log when t failed.
 func (b *Bed) stop(t testing.TB) {
 	for _, p := range slices.Backward(b.procs) {
 		if err := p.Stop(); err != nil {
 			t.Error(err)
+		}
+	}
+	for name, k := range b.kwoks {
+		if err := k.Stop(); err != nil {
+			t.Errorf("stopping KWOK in %s: %v", name, err)
+		}
+		if t.Failed() {
+			t.Logf("KWOK's log in %s ends with:\n%s", name, k.logTail())
 		}
 	}
 	if t.Failed() {
