@@ -449,15 +449,11 @@ func withQuery(t *testing.T, raw, key, value string) string {
 func TestNotificationSinkDownLeavesPropagationLatency(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed := startBed(t, localfed.WithMembers(1))
 	receiver := newCloudEventReceiver(t)
-	manager := startControllerManager(t, bed, steadyProbes,
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(1)}}, steadyProbes,
 		"--notify-webhook", receiver.URL+"/hook", "--notify-attempts", "3", "--notify-timeout", "5s")
 	m := bed.Fed.Members[0]
-	if r := runFedwarden(t, joinArgs(bed.Fed, m, m.Name)...); r.code != 0 {
-		t.Fatalf("joining %s failed:\n%s", m.Name, r)
-	}
-	host, member := bed.Host, newClient(t, m.Config)
+	host, member := bed.Host, bed.Members[m.Name]
 	enableDeploymentsIn(t, host)
 	ns := testNamespace(t, host)
 	createObject(t, host, newFederatedDeployment(t, ns, "paced", 0, placedOn(m.Name)))

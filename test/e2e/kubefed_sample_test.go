@@ -18,7 +18,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -140,32 +139,18 @@ func TestKubeFedSample1(t *testing.T) {
 	if r := runFedwarden(t, "disable", "configmaps", "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("disable failed:\n%s", r)
 	}
-	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonPropagationDisabled)
+	waitForTypeConfigState(t, host, "configmaps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonPropagationDisabled, 30*time.Second)
 	kubectl(t, bed.Fed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"changed"}}}}`)
 	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enable failed:\n%s", r)
 	}
-	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning)
+	waitForTypeConfigState(t, host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, 30*time.Second)
 	poll.Eventually(t, 30*time.Second, "the edit made while disabled to reach cluster1", func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := c1.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, cm); err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["A"] == "changed", fmt.Sprint(cm.Data)
-	})
-}
-
-// waitForTypeConfig waits until a FederatedTypeConfig's controller has the
-// status and its Established condition the reason.
-func waitForTypeConfig(t *testing.T, c client.Client, name string, want corev1beta1.ControllerStatus, reason string) {
-	t.Helper()
-	poll.Eventually(t, 30*time.Second, fmt.Sprintf("FederatedTypeConfig %s %s (%s)", name, want, reason), func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
-			return false, err.Error()
-		}
-		cond := meta.FindStatusCondition(ftc.Status.Conditions, corev1beta1.TypeConfigEstablished)
-		return ftc.Status.PropagationController == want && cond != nil && cond.Reason == reason, fmt.Sprintf("%+v", ftc.Status)
 	})
 }
 

@@ -125,15 +125,7 @@ func skipInShortMode(t *testing.T) {
 
 // dumpLog copies the tail of a log to stderr, for a failed run.
 func dumpLog(path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	const tail = 64 << 10
-	if len(data) > tail {
-		data = data[len(data)-tail:]
-	}
-	fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", filepath.Base(path), data)
+	fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", filepath.Base(path), fedtest.Tail(path))
 }
 
 // hostClient returns a client of the host cluster that reads and writes

@@ -121,18 +121,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 	}
 
 	// A template change propagates through Fedwarden.
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
-		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
-	for i, m := range members {
-		mc := newClient(t, m)
-		poll.Eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
-			d := &appsv1.Deployment{}
-			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
-				return false, err.Error()
-			}
-			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
-		})
-	}
+	changeTemplate(t, bed, members)
 
 	// Rollback: Fedwarden stops, KubeFed comes back and drives.
 	if err := cm.stop(); err != nil {
@@ -609,5 +598,23 @@ func (k *kubefedBed) stopKubeFed() {
 	if k.kf != nil {
 		k.kf.Stop()
 		k.kf = nil
+	}
+}
+
+// changeTemplate changes the template of sample1's FederatedDeployment and
+// waits until the change reaches both members, through Fedwarden.
+func changeTemplate(t *testing.T, bed *localfed.Federation, members []*rest.Config) {
+	t.Helper()
+	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
+		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
+	for i, m := range members {
+		mc := newClient(t, m)
+		poll.Eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
+			d := &appsv1.Deployment{}
+			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
+				return false, err.Error()
+			}
+			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
+		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -103,18 +102,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	for _, m := range bed.Members {
 		kubectl(t, m.Kubeconfig, "delete", "clusterrolebinding", "kubefed-test")
 	}
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
-		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
-	for i, m := range members {
-		mc := newClient(t, m)
-		poll.Eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
-			d := &appsv1.Deployment{}
-			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
-				return false, err.Error()
-			}
-			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
-		})
-	}
+	changeTemplate(t, bed, members)
 	for _, m := range bed.Members {
 		kubectl(t, m.Kubeconfig, "create", "clusterrolebinding", "kubefed-test", "--clusterrole", "cluster-admin", "--serviceaccount", "kube-system:kubefed-test")
 	}

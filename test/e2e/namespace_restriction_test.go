@@ -62,21 +62,7 @@ func (b *nsBed) enable(t *testing.T, resource string) {
 	if r := runFedwarden(t, "enable", resource, "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enabling %s failed:\n%s", resource, r)
 	}
-	waitForRunning(t, b.host, resource)
-}
-
-// waitForRunning waits until the FederatedTypeConfig name reports that its
-// propagation controller runs.
-func waitForRunning(t *testing.T, c client.Client, name string) {
-	t.Helper()
-	poll.Eventually(t, time.Minute+loadSlack, "FederatedTypeConfig "+name+" to be Running", func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
-			return false, err.Error()
-		}
-		cond := meta.FindStatusCondition(ftc.Status.Conditions, corev1beta1.TypeConfigEstablished)
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning && cond != nil && cond.Reason == corev1beta1.ReasonControllerRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
+	waitForTypeConfigState(t, b.host, resource, corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, time.Minute+loadSlack)
 }
 
 // hostNamespace creates a namespace of the host.

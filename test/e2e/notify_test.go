@@ -18,6 +18,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/notify"
+	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
 
@@ -113,18 +114,14 @@ func newHungSink(t *testing.T) *webhook {
 func TestDriftNotifications(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed := startBed(t, localfed.WithMembers(1))
 	receiver, hung := newCloudEventReceiver(t), newHungSink(t)
-	manager := startControllerManager(t, bed, steadyProbes,
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(1)}}, steadyProbes,
 		"--notify-webhook", receiver.URL+"/hook kind=Deployment",
 		"--notify-webhook", hung.URL+"/hook",
 		"--notify-queue-size", "1", "--notify-timeout", "10m", "--notify-attempts", "2",
 		"--console-url", "https://127.0.0.1:9/console")
 	m := bed.Fed.Members[0]
-	if r := runFedwarden(t, joinArgs(bed.Fed, m, m.Name)...); r.code != 0 {
-		t.Fatalf("joining %s failed:\n%s", m.Name, r)
-	}
-	host, member := bed.Host, newClient(t, m.Config)
+	host, member := bed.Host, bed.Members[m.Name]
 	enableDeploymentsIn(t, host)
 	ns := testNamespace(t, host)
 	createObject(t, host, newFederatedDeployment(t, ns, "web", 0, placedOn(m.Name)))

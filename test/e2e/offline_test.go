@@ -23,15 +23,9 @@ import (
 func TestMemberOfflineAndBack(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed := startBed(t, localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	// This test needs quick Offline detection, and chooses the settings.
 	probes := quickProbes
-	manager := startControllerManager(t, bed, probes)
-	for _, m := range bed.Fed.Members {
-		if r := runFedwarden(t, joinArgs(bed.Fed, m, m.Name)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.Name, r)
-		}
-	}
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(2), localfed.WithControllers(fedtest.JoinControllers...)}}, probes)
 	host := bed.Host
 	down, up := bed.Fed.Members[0], bed.Fed.Members[1]
 

@@ -41,7 +41,7 @@ func TestRolloutInWavesHoldsAPullCluster(t *testing.T) {
 	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enable configmaps failed:\n%s", r)
 	}
-	waitForTypeConfig(t, b.host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning)
+	waitForTypeConfigState(t, b.host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, 30*time.Second)
 	ns := testNamespace(t, b.host)
 	createObject(t, b.host, decode(t, fmt.Sprintf(`
 apiVersion: types.kubefed.io/v1beta1
