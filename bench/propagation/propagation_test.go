@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
@@ -35,6 +37,7 @@ type bed struct {
 
 func startBed(b *testing.B) *bed {
 	b.Helper()
+	ctrllog.SetLogger(logr.Discard()) // before the bed makes its clients
 	s := fedtest.SteadySettings
 	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s, Join: true, Unthrottled: true, Federation: []localfed.Option{localfed.WithMembers(3)}})
 	bd := &bed{fed: fb.Fed, fb: fb, cm: fb.CM, host: fb.Host}

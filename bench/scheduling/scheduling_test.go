@@ -535,6 +535,7 @@ type bed struct {
 // one Node written into each member stays as written.
 func startBed(b *testing.B, servers int) *bed {
 	b.Helper()
+	ctrllog.SetLogger(logr.Discard()) // before the bed makes its clients
 	ctx := context.Background()
 	s := fedtest.Settings{ProbePeriod: 2 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3}
 	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s,
