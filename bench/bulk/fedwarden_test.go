@@ -27,8 +27,9 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 		b.Fatal(err)
 	}
 	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort)
-	cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3,
-		Args: append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, strings.Fields(os.Getenv("FEDWARDEN_BENCH_ARGS"))...)})
+	settings := fedtest.SteadySettings
+	settings.Args = append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, strings.Fields(os.Getenv("FEDWARDEN_BENCH_ARGS"))...)
+	cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, settings)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -46,9 +47,7 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
 		b.Fatal(err)
 	}
-	if err := fedtest.EnableDeployments(ctx, bd.host); err != nil {
-		b.Fatal(err)
-	}
+	fedtest.EnableDeployments(b, bd.host)
 
 	logf("Fedwarden runs, the members joined, Deployments enabled")
 	s := &system{name: "Fedwarden", bd: bd, pid: cm.PID()}

@@ -23,8 +23,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -79,12 +77,8 @@ func BenchmarkFleetPage(b *testing.B) {
 	n := fedtest.BenchN(b, resources, smokeResources)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	f, err := localfed.Start(ctx, localfed.WithMembers(0), localfed.WithControllers())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	host := newClient(b, f)
+	fb := fedtest.StartBed(b, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(0), localfed.WithControllers()}, Unthrottled: true})
+	f, host := fb.Fed, fb.Host
 	written := writeFleet(ctx, b, host, n)
 	b.Logf("wrote %d CPVs × %d clusters in %v", n, clusters, written)
 
@@ -145,20 +139,6 @@ func sumCounts(counts map[string]int) int {
 		sum += n
 	}
 	return sum
-}
-
-func newClient(b *testing.B, f *localfed.Federation) client.Client {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(s); err != nil {
-			b.Fatal(err)
-		}
-	}
-	c, err := client.New(fedtest.Unthrottled(f.Host.Config), client.Options{Scheme: s})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
 }
 
 // state is the state of resource i's copy in cluster j: about one copy in

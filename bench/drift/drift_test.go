@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
@@ -88,39 +87,15 @@ type bed struct {
 
 func startBed(b *testing.B) *bed {
 	b.Helper()
-	if testing.Short() {
-		b.Skip("needs real API servers")
-	}
 	ctrllog.SetLogger(logr.Discard())
-	dir := b.TempDir()
-	bin, err := fedtest.Build(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := localfed.Start(context.Background(), localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	cm, err := fedtest.StartControllerManager(bin, f, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cm.Stop() })
-	bd := &bed{fed: f, cm: cm, resources: fedtest.BenchN(b, resources, smokeResources), edits: fedtest.BenchN(b, edits, smokeEdits)}
+	s := fedtest.SteadySettings
+	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s, Join: true, Unthrottled: true,
+		Federation: []localfed.Option{localfed.WithMembers(2), localfed.WithControllers(fedtest.JoinControllers...)}})
+	f := fb.Fed
+	bd := &bed{fed: f, cm: fb.CM, host: fb.Host, resources: fedtest.BenchN(b, resources, smokeResources), edits: fedtest.BenchN(b, edits, smokeEdits)}
 	for _, m := range f.Members {
-		r, err := fedtest.Run(context.Background(), bin, fedtest.JoinArgs(f, m, m.Name)...)
-		if err != nil || r.Code != 0 {
-			b.Fatalf("join %s: %v %s", m.Name, err, r)
-		}
 		bd.clusters = append(bd.clusters, m.Name)
 		bd.members = append(bd.members, fedtest.MustKube(b, m.Config))
-	}
-	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
-		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -133,14 +108,8 @@ func startBed(b *testing.B) *bed {
 		bd.deployments = append(bd.deployments, watchDeployments(ctx, b, m, ""))
 	}
 	bd.cpvs = watchCPVs(ctx, b, f.Host.Config)
-	bd.enableDeployments(b)
+	fedtest.EnableDeployments(b, bd.host)
 	return bd
-}
-
-func (bd *bed) enableDeployments(b *testing.B) {
-	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
-		b.Fatal(err)
-	}
 }
 
 // seen is one version of an object, and when a watch delivered it.
@@ -558,18 +527,7 @@ func federatedDeployment(name string, clusters []string, remediation string) *un
 // memberWrites sums the controller-manager's apply writes to the members,
 // once the sum has stopped moving for a second.
 func (bd *bed) memberWrites(b *testing.B) float64 {
-	last := -1.0
-	for {
-		total, _, err := bd.cm.Sum(context.Background(), "fedwarden_member_writes_total", `verb="apply"`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if total == last {
-			return total
-		}
-		last = total
-		time.Sleep(time.Second)
-	}
+	return bd.cm.SettledSum(b, "fedwarden_member_writes_total", `verb="apply"`)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

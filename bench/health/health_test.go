@@ -73,55 +73,22 @@ type bed struct {
 
 func startBed(b *testing.B) *bed {
 	b.Helper()
-	if testing.Short() {
-		b.Skip("needs real API servers and KWOK")
-	}
 	// The host client is controller-runtime's, which otherwise complains,
 	// with a stack trace, that nothing took its logs.
 	ctrllog.SetLogger(logr.Discard())
-	ctx := context.Background()
-	dir := b.TempDir()
-	bin, err := fedtest.Build(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := localfed.Start(ctx, localfed.WithMembers(members))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	bd := &bed{fed: f}
-	for _, m := range f.Members {
-		fedtest.RunKWOK(b, m, fedtest.WithKWOKAllocatable(nodeRoom))
+	s := fedtest.SteadySettings
+	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s, Join: true,
+		KWOK: true, KWOKOptions: []fedtest.KWOKOption{fedtest.WithKWOKAllocatable(nodeRoom)},
+		Federation: []localfed.Option{localfed.WithMembers(members)}})
+	bd := &bed{fed: fb.Fed, cm: fb.CM}
+	for _, m := range fb.Fed.Members {
 		bd.members = append(bd.members, fedtest.MustKube(b, m.Config))
 		bd.names = append(bd.names, m.Name)
 	}
-	bd.cm, err = fedtest.StartControllerManager(bin, f, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if err := bd.cm.Stop(); err != nil {
-			b.Errorf("stopping the controller-manager: %v", err)
-		}
-	})
-	bd.join(b, bin)
 	bd.connectHost(b)
 	bd.createNamespaces(b)
-	if err := fedtest.EnableDeployments(ctx, bd.host); err != nil {
-		b.Fatal(err)
-	}
+	fedtest.EnableDeployments(b, bd.host)
 	return bd
-}
-
-func (bd *bed) join(b *testing.B, bin string) {
-	b.Helper()
-	for _, m := range bd.fed.Members {
-		r, err := fedtest.Run(context.Background(), bin, fedtest.JoinArgs(bd.fed, m, m.Name)...)
-		if err != nil || r.Code != 0 {
-			b.Fatalf("join %s: %v %s", m.Name, err, r)
-		}
-	}
 }
 
 // connectHost makes the host client, which watches the CPVs.

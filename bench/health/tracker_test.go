@@ -276,18 +276,7 @@ func runningOnKWOK(pods []corev1.Pod) int {
 // controller has counted the write that made it.
 func (bd *bed) memberWrites(b *testing.B) float64 {
 	b.Helper()
-	last := -1.0
-	for {
-		total, _, err := bd.cm.Sum(context.Background(), "fedwarden_member_writes_total", `verb="apply"`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if total == last {
-			return total
-		}
-		last = total
-		time.Sleep(time.Second)
-	}
+	return bd.cm.SettledSum(b, "fedwarden_member_writes_total", `verb="apply"`)
 }
 
 // describeDirect tells the state of the baseline's Deployment name in each

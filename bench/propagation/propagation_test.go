@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
@@ -28,8 +29,7 @@ const namespace = "bench"
 // bed is a host with three joined members and a controller-manager.
 type bed struct {
 	fed     *localfed.Federation
-	bin     string
-	dir     string
+	fb      *fedtest.Bed
 	cm      *fedtest.ControllerManager
 	host    client.Client
 	members []kubernetes.Interface
@@ -37,62 +37,28 @@ type bed struct {
 
 func startBed(b *testing.B) *bed {
 	b.Helper()
-	if testing.Short() {
-		b.Skip("needs real API servers")
-	}
-	dir := b.TempDir()
-	bin, err := fedtest.Build(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := localfed.Start(context.Background(), localfed.WithMembers(3))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	bd := &bed{fed: f, bin: bin, dir: dir}
-	bd.startControllerManager(b)
-	b.Cleanup(func() { _ = bd.cm.Stop() })
-	for _, m := range f.Members {
-		r, err := fedtest.Run(context.Background(), bin, fedtest.JoinArgs(f, m, m.Name)...)
-		if err != nil || r.Code != 0 {
-			b.Fatalf("join %s: %v %s", m.Name, err, r)
-		}
-		kc, err := kubernetes.NewForConfig(fedtest.Unthrottled(m.Config))
-		if err != nil {
-			b.Fatal(err)
-		}
-		bd.members = append(bd.members, kc)
-	}
-	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := corev1beta1.AddToScheme(bd.host.Scheme()); err != nil {
-		b.Fatal(err)
+	ctrllog.SetLogger(logr.Discard()) // before the bed makes its clients
+	s := fedtest.SteadySettings
+	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s, Join: true, Unthrottled: true, Federation: []localfed.Option{localfed.WithMembers(3)}})
+	bd := &bed{fed: fb.Fed, fb: fb, cm: fb.CM, host: fb.Host}
+	for _, m := range fb.Fed.Members {
+		bd.members = append(bd.members, fedtest.MustKube(b, m.Config))
 	}
 	ctx := context.Background()
-	for _, c := range append([]kubernetes.Interface{fedtest.MustKube(b, f.Host.Config)}, bd.members...) {
+	for _, c := range append([]kubernetes.Interface{fedtest.MustKube(b, fb.Fed.Host.Config)}, bd.members...) {
 		if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	bd.enableDeployments(b)
+	fedtest.EnableDeployments(b, bd.host)
 	return bd
 }
 
+// startControllerManager starts a controller-manager again; the bed stops
+// it when the benchmark ends.
 func (bd *bed) startControllerManager(b *testing.B) {
 	b.Helper()
-	cm, err := fedtest.StartControllerManager(bd.bin, bd.fed, bd.dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	bd.cm = cm
-}
-
-func (bd *bed) enableDeployments(b *testing.B) {
-	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
-		b.Fatal(err)
-	}
+	bd.cm = bd.fb.StartControllerManager(b, fedtest.SteadySettings)
 }
 
 // watchArrivals watches the Deployments created in members from now on.
@@ -279,23 +245,7 @@ func checkWritesPerCopy(b *testing.B, writes float64, copies int) {
 // once the sum has stopped moving: a member's watch may show an object
 // before the controller has counted the write that made it.
 func (bd *bed) memberWrites(b *testing.B) float64 {
-	last := -1.0
-	for {
-		total := bd.memberWritesNow(b)
-		if total == last {
-			return total
-		}
-		last = total
-		time.Sleep(time.Second)
-	}
-}
-
-func (bd *bed) memberWritesNow(b *testing.B) float64 {
-	total, _, err := bd.cm.Sum(context.Background(), "fedwarden_member_writes_total", `verb="apply"`)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total
+	return bd.cm.SettledSum(b, "fedwarden_member_writes_total", `verb="apply"`)
 }
 
 // writesAfterRestart restarts the controller-manager, waits until it has

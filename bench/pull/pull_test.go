@@ -7,21 +7,17 @@ package pull
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
@@ -40,52 +36,15 @@ type bed struct {
 
 func startBed(b *testing.B) *bed {
 	b.Helper()
-	if testing.Short() {
-		b.Skip("needs real API servers")
-	}
 	ctrllog.SetLogger(logr.Discard())
-	dir := b.TempDir()
-	bin, err := fedtest.Build(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
-	f, err := localfed.Start(context.Background(), localfed.WithMemberNames("push-1", "pull-1"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	cm, err := fedtest.StartControllerManager(bin, f, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cm.Stop() })
-	ctx := context.Background()
-	if r, err := fedtest.Run(ctx, bin, fedtest.JoinArgs(f, f.Members[0], "push-1")...); err != nil || r.Code != 0 {
-		b.Fatalf("joining push-1: %v\n%s", err, r)
-	}
-	agentHost := filepath.Join(dir, "agent-host.kubeconfig")
-	if r, err := fedtest.Run(ctx, bin, fedtest.JoinArgs(f, f.Members[1], "pull-1", "--sync-mode", "Pull", "--agent-kubeconfig", agentHost, "--wait=false")...); err != nil || r.Code != 0 {
-		b.Fatalf("joining pull-1: %v\n%s", err, r)
-	}
-	agentMember := filepath.Join(dir, "agent-member.kubeconfig")
-	if err := fedtest.WriteAgentMemberKubeconfig(ctx, f.Members[1], agentMember); err != nil {
-		b.Fatal(err)
-	}
-	agent, err := fedtest.StartAgent(bin, dir, "--cluster-name", "pull-1", "--host-kubeconfig", agentHost, "--kubeconfig", agentMember)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = agent.Stop() })
-	bd := &bed{fed: f, push: fedtest.MustKube(b, f.Members[0].Config), pull: fedtest.MustKube(b, f.Members[1].Config), cm: cm, agent: agent}
-	scheme := runtime.NewScheme()
-	if err := corev1beta1.AddToScheme(scheme); err != nil {
-		b.Fatal(err)
-	}
-	if bd.host, err = client.New(fedtest.Unthrottled(f.Host.Config), client.Options{Scheme: scheme}); err != nil {
-		b.Fatal(err)
-	}
-	bd.waitForReady(b, "push-1", "pull-1")
-	bd.enableDeployments(b)
+	s := fedtest.SteadySettings
+	// Both joins wait until their cluster is Ready: pull-1 once its agent
+	// renews its Lease.
+	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s, Join: true, Pull: []string{"pull-1"}, Unthrottled: true,
+		Federation: []localfed.Option{localfed.WithMemberNames("push-1", "pull-1")}})
+	f, ctx := fb.Fed, context.Background()
+	bd := &bed{fed: f, host: fb.Host, push: fedtest.MustKube(b, f.Members[0].Config), pull: fedtest.MustKube(b, f.Members[1].Config), cm: fb.CM, agent: fb.Agents["pull-1"]}
+	fedtest.EnableDeployments(b, bd.host)
 	for _, kc := range []kubernetes.Interface{fedtest.MustKube(b, f.Host.Config), bd.push, bd.pull} {
 		if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 			b.Fatal(err)
@@ -94,48 +53,11 @@ func startBed(b *testing.B) *bed {
 	return bd
 }
 
-// waitForReady waits until the clusters are Ready.
-func (bd *bed) waitForReady(b *testing.B, names ...string) {
-	deadline := time.Now().Add(2 * time.Minute)
-	for _, name := range names {
-		fc := &corev1beta1.FederatedCluster{}
-		for {
-			err := bd.host.Get(context.Background(), client.ObjectKey{Name: name}, fc)
-			if err == nil && meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("cluster %s is not Ready: %v %+v", name, err, fc.Status)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-}
-
-// enableDeployments creates the FederatedTypeConfig of Deployments; the
-// agent starts its own controller on the same object.
-func (bd *bed) enableDeployments(b *testing.B) {
-	if err := fedtest.EnableDeployments(context.Background(), bd.host); err != nil {
-		b.Fatal(err)
-	}
-}
-
 // writes is the apply writes p (the controller-manager or the agent) has
 // made to cluster, once the count has stopped moving for a second: a
 // member's watch may show an object before the writer has counted it.
 func (bd *bed) writes(b *testing.B, p *fedtest.ControllerManager, cluster string) float64 {
-	last := -1.0
-	for {
-		total, _, err := p.Sum(context.Background(), "fedwarden_member_writes_total", `cluster="`+cluster+`"`, `verb="apply"`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if total == last {
-			return total
-		}
-		last = total
-		time.Sleep(time.Second)
-	}
+	return p.SettledSum(b, "fedwarden_member_writes_total", `cluster="`+cluster+`"`, `verb="apply"`)
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

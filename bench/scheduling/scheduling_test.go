@@ -535,25 +535,12 @@ type bed struct {
 // one Node written into each member stays as written.
 func startBed(b *testing.B, servers int) *bed {
 	b.Helper()
-	if testing.Short() {
-		b.Skip("needs real API servers")
-	}
-	dir := b.TempDir()
-	bin, err := fedtest.Build(dir)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctrllog.SetLogger(logr.Discard()) // before the bed makes its clients
 	ctx := context.Background()
-	f, err := localfed.Start(ctx, localfed.WithMembers(servers), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = f.Stop() })
-	cm, err := fedtest.StartControllerManager(bin, f, dir, fedtest.Settings{ProbePeriod: 2 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cm.Stop() })
+	s := fedtest.Settings{ProbePeriod: 2 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3}
+	fb := fedtest.StartBed(b, fedtest.Options{ControllerManager: &s,
+		Federation: []localfed.Option{localfed.WithMembers(servers), localfed.WithControllers(fedtest.JoinControllers...)}})
+	f, cm := fb.Fed, fb.CM
 	bd := &bed{cm: cm, host: newClient(b, f.Host.Config)}
 	for _, m := range f.Members {
 		mc := newClient(b, m.Config)
@@ -569,8 +556,8 @@ func startBed(b *testing.B, servers int) *bed {
 		l := clusterLabels(i)
 		args := fedtest.JoinArgs(f, f.Members[i%len(f.Members)], clusterName(i),
 			"--region", regions[i%len(regions)], "--label", "env="+l["env"]+",tier="+l["tier"])
-		if r, err := fedtest.Run(ctx, bin, args...); err != nil || r.Code != 0 {
-			b.Fatalf("join %s: %v %s", clusterName(i), err, r)
+		if r := fb.Run(b, args...); r.Code != 0 {
+			b.Fatalf("join %s: %s", clusterName(i), r)
 		}
 	}
 	bd.enableDeployments(b)

@@ -19,6 +19,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/console"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // recheck is how often the tests' token-mode consoles ask the host again
@@ -34,23 +35,6 @@ func tokenConsole(t *testing.T) string {
 }
 
 func bearer(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
-
-// eventually polls check until it holds or timeout passes, and fails the
-// test with check's last word.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := check()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last: %s", what, timeout, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
 
 // readerFleet is a namespace with one CPV, and a reader's token.
 func readerFleet(ctx context.Context, t *testing.T, ns string) string {
@@ -100,7 +84,7 @@ func TestARevokedTokenIsSignedOutWithinAMinute(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Error("the live stream opened with the revoked token is still open after a minute")
 	}
-	eventually(t, time.Minute, "the revoked token's request gets 401", func() (bool, string) {
+	poll.Eventually(t, time.Minute, "the revoked token's request gets 401", func(context.Context) (bool, string) {
 		res, body := call(t, http.MethodGet, base+"api/fleet?ns="+ns, bearer(token), nil)
 		return res.StatusCode == http.StatusUnauthorized, res.Status + " " + body
 	})
@@ -127,7 +111,7 @@ func TestAForbiddenIdentityLosesItsCachedView(t *testing.T) {
 	if err := hostClient(t).Delete(ctx, binding); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, "the fleet is no longer served from the caches", func() (bool, string) {
+	poll.Eventually(t, time.Minute, "the fleet is no longer served from the caches", func(context.Context) (bool, string) {
 		var page console.Fleet
 		res, body := call(t, http.MethodGet, base+"api/fleet?ns="+ns, bearer(token), &page)
 		return res.StatusCode == http.StatusOK && page.Total == 0 && len(page.Problems) > 0 &&
@@ -154,7 +138,7 @@ func TestAnIdentityThatSeesTooMuchIsToldSo(t *testing.T) {
 		createCPV(ctx, t, host, ns, fmt.Sprintf("web-%d", i), []string{"c1"}, typesv1beta1.ClusterPropagatedVersionStatus{})
 	}
 	base := startConsole(t, console.Options{Host: fed.Host.Config, MaxObjectsPerIdentity: 2})
-	eventually(t, time.Minute, "a view of more than 2 objects is refused", func() (bool, string) {
+	poll.Eventually(t, time.Minute, "a view of more than 2 objects is refused", func(context.Context) (bool, string) {
 		res, body := call(t, http.MethodGet, base+"api/fleet?ns="+ns, nil, nil)
 		return res.StatusCode == http.StatusServiceUnavailable && strings.Contains(body, "more than 2 objects") &&
 			strings.Contains(body, "--max-objects-per-identity"), res.Status + " " + body

@@ -23,7 +23,7 @@
 //		b := shared.Bed(t) // started by the first test that asks
 //		t.Parallel()
 //		ns := b.Namespace(t, "something")
-//		inprocess.Eventually(t, 30*time.Second, "the copy", func(ctx context.Context) (bool, string) { ... })
+//		poll.Eventually(t, 30*time.Second, "the copy", func(ctx context.Context) (bool, string) { ... })
 //	}
 //
 // # Trade-offs

@@ -4,27 +4,15 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
-// pollInterval is the time between two looks of Eventually.
-const pollInterval = 200 * time.Millisecond
-
-// Eventually looks at cond until it holds, and fails the test with what
-// cond last saw when it still does not after timeout. cond returns whether
-// it holds, and what it saw.
+// Eventually is poll.Eventually, the one wait of the tests, under its
+// former name: the tests of internal/propagation and internal/cli/plan
+// still call it, while another change rewrites them. New tests call
+// poll.Eventually.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), timeout)
-	defer cancel()
-	for {
-		ok, seen := cond(ctx)
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waited %s for %s; last seen: %s", timeout, what, seen)
-		case <-time.After(pollInterval):
-		}
-	}
+	poll.Eventually(t, timeout, what, cond)
 }

@@ -1,6 +1,7 @@
 package localfed
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestControllerManagerMakesAClusterOfIt checks what later features rely
@@ -45,13 +48,13 @@ func checkGarbageCollection(t *testing.T, client kubernetes.Interface, ns string
 	if err := client.CoreV1().ConfigMaps(ns).Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, func() error {
+	poll.Eventually(t, time.Minute, "the dependent ConfigMap to be garbage-collected", poll.NoError(func(context.Context) error {
 		_, err := client.CoreV1().ConfigMaps(ns).Get(ctx, "dependent", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("dependent ConfigMap not garbage collected (get: %v)", err)
-	})
+	}))
 }
 
 func checkTokenSecret(t *testing.T, client kubernetes.Interface, ns string) {
@@ -66,7 +69,7 @@ func checkTokenSecret(t *testing.T, client kubernetes.Interface, ns string) {
 	if _, err := client.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, func() error {
+	poll.Eventually(t, time.Minute, "the token Secret to be filled in", poll.NoError(func(context.Context) error {
 		s, err := client.CoreV1().Secrets(ns).Get(ctx, "agent-token", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -75,7 +78,7 @@ func checkTokenSecret(t *testing.T, client kubernetes.Interface, ns string) {
 			return fmt.Errorf("token Secret has keys %v, want token and ca.crt filled in", keys(s.Data))
 		}
 		return nil
-	})
+	}))
 }
 
 func checkNamespaceDeletion(t *testing.T, client kubernetes.Interface, ns string) {
@@ -83,13 +86,13 @@ func checkNamespaceDeletion(t *testing.T, client kubernetes.Interface, ns string
 	if err := client.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute, func() error {
+	poll.Eventually(t, time.Minute, "the namespace to be deleted", poll.NoError(func(context.Context) error {
 		_, err := client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("namespace still there (get: %v)", err)
-	})
+	}))
 }
 
 func keys(m map[string][]byte) []string {

@@ -37,23 +37,6 @@ func skipShort(t testing.TB) {
 	}
 }
 
-// eventually polls cond until it returns nil, failing the test with cond's
-// last error after timeout.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after %s: %v", timeout, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // pids returns the process ids of every process of the federation now.
 func (f *Federation) pids() []int {
 	var pids []int

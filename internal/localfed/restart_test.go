@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestKillAndRestartKeepsObjects is the crash a user's member cluster can
@@ -43,7 +45,7 @@ func TestKillAndRestartKeepsObjects(t *testing.T) {
 	if !member.Running() || member.Endpoint != endpoint {
 		t.Errorf("after Restart: running %v at %s, want running at %s", member.Running(), member.Endpoint, endpoint)
 	}
-	eventually(t, 30*time.Second, func() error { return getConfigMap(client, cm.Name) })
+	poll.Eventually(t, 30*time.Second, "the ConfigMap after the restart", poll.NoError(func(context.Context) error { return getConfigMap(client, cm.Name) }))
 	if !fed.Host.Running() {
 		t.Errorf("the host stopped with the member")
 	}

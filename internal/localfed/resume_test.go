@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // A federation started again from its data directory has what it stored
@@ -48,7 +50,7 @@ func TestResumeFromDataDir(t *testing.T) {
 	if string(member.CAData) != ca {
 		t.Errorf("the member's serving CA changed across the restart")
 	}
-	eventually(t, 30*time.Second, func() error { return getConfigMap(mustClient(t, member), cm.Name) })
+	poll.Eventually(t, 30*time.Second, "the ConfigMap after the resume", poll.NoError(func(context.Context) error { return getConfigMap(mustClient(t, member), cm.Name) }))
 }
 
 // stopAtEnd stops fed when the test ends, whether it passed or not; a

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // waitTimeout bounds every wait for a state the test expects; the tests
@@ -129,17 +131,6 @@ func newNotifier(t *testing.T, o Options, log logr.Logger) *Notifier {
 	return n
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // value reads a counter.
 func value(c prometheus.Counter) float64 {
 	var m dto.Metric
@@ -173,9 +164,9 @@ func TestNotifyDelivers(t *testing.T) {
 	n := newNotifier(t, fastOptions(all.webhook(), alertOnly.webhook("remediation=Alert", "kind=Deployment"), otherNamespace.webhook("namespace=pay")), logr.Discard())
 	start(t, n)
 	n.Notify(sampleTransition())
-	eventually(t, "both matching sinks to receive the event", func() bool {
+	poll.Eventually(t, waitTimeout, "both matching sinks to receive the event", poll.True(func() bool {
 		return len(all.received()) == 1 && len(alertOnly.received()) == 1
-	})
+	}))
 	got := all.received()[0]
 	if got.contentType != ContentType || got.path != "/hooks/T0KEN" || got.query != "key=s3cret" || got.user != "alice" {
 		t.Errorf("request %+v", got)
@@ -188,7 +179,7 @@ func TestNotifyDelivers(t *testing.T) {
 		ev.Data.Paths[0] != "/spec/replicas" || ev.Data.Managers[0] != "kubectl-edit" || ev.Data.TemplateVersion != "3" {
 		t.Errorf("event %+v", ev)
 	}
-	eventually(t, "the sent counter", func() bool { s, _, _ := counts(all); return s == 1 })
+	poll.Eventually(t, waitTimeout, "the sent counter", poll.True(func() bool { s, _, _ := counts(all); return s == 1 }))
 	if len(otherNamespace.received()) != 0 {
 		t.Errorf("the sink filtered on namespace pay received %d events", len(otherNamespace.received()))
 	}
@@ -219,10 +210,10 @@ func TestNotifyRetries(t *testing.T) {
 			n := newNotifier(t, fastOptions(r.webhook()), log.logger())
 			start(t, n)
 			n.Notify(sampleTransition())
-			eventually(t, "the event to be settled", func() bool {
+			poll.Eventually(t, waitTimeout, "the event to be settled", poll.True(func() bool {
 				s, f, _ := counts(r)
 				return s+f == 1 && strings.Contains(log.String(), tt.wantLogged)
-			})
+			}))
 			sent, failed, _ := counts(r)
 			if got := len(r.received()); got != tt.wantRequests || sent != tt.wantSent || failed != tt.wantFailed {
 				t.Errorf("%d requests, %v sent, %v failed; want %d, %v, %v", got, sent, failed, tt.wantRequests, tt.wantSent, tt.wantFailed)
@@ -256,10 +247,10 @@ func TestNotifyUnreachableSinkHidesCredentials(t *testing.T) {
 	n := newNotifier(t, fastOptions(webhook), log.logger())
 	start(t, n)
 	n.Notify(sampleTransition())
-	eventually(t, "the failure to be counted and logged", func() bool {
+	poll.Eventually(t, waitTimeout, "the failure to be counted and logged", poll.True(func() bool {
 		_, f, _ := counts(r)
 		return f == 1 && strings.Contains(log.String(), "Drift notification not delivered")
-	})
+	}))
 	assertNoCredentials(t, log.String())
 }
 
@@ -278,7 +269,7 @@ func TestNotifyDropsWhenQueueFull(t *testing.T) {
 		t.Errorf("%v dropped, want 3", dropped)
 	}
 	start(t, n)
-	eventually(t, "the queued events to be delivered", func() bool { s, _, _ := counts(r); return s == 2 })
+	poll.Eventually(t, waitTimeout, "the queued events to be delivered", poll.True(func() bool { s, _, _ := counts(r); return s == 2 }))
 	if got := len(r.received()); got != 2 {
 		t.Errorf("%d events received, want 2", got)
 	}
@@ -340,16 +331,16 @@ func TestNotifyVerifiesTLS(t *testing.T) {
 	n := newNotifier(t, fastOptions(srv.URL), log.logger())
 	start(t, n)
 	n.Notify(sampleTransition())
-	eventually(t, "the unverified sink to fail, for its certificate", func() bool {
+	poll.Eventually(t, waitTimeout, "the unverified sink to fail, for its certificate", poll.True(func() bool {
 		return rawCounts(host)[1]-before[1] == 1 && strings.Contains(log.String(), "certificate")
-	})
+	}))
 
 	o := fastOptions(srv.URL)
 	o.CAFile = caFile
 	trusting := newNotifier(t, o, logr.Discard())
 	start(t, trusting)
 	trusting.Notify(sampleTransition())
-	eventually(t, "the sink to receive the event", func() bool { mu.Lock(); defer mu.Unlock(); return received == 1 })
+	poll.Eventually(t, waitTimeout, "the sink to receive the event", poll.True(func() bool { mu.Lock(); defer mu.Unlock(); return received == 1 }))
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -395,9 +386,9 @@ func TestWebhooksFile(t *testing.T) {
 	n := newNotifier(t, o, logr.Discard())
 	start(t, n)
 	n.Notify(sampleTransition())
-	eventually(t, "both sinks to receive the event", func() bool {
+	poll.Eventually(t, waitTimeout, "both sinks to receive the event", poll.True(func() bool {
 		return len(fromFlag.received()) == 1 && len(fromFile.received()) == 1
-	})
+	}))
 
 	bad := filepath.Join(t.TempDir(), "webhooks")
 	if err := os.WriteFile(bad, []byte(fromFile.webhook()+"\n"+fromFile.webhook("colour=red")+"\n"), 0o600); err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // The tests of this file run the federation controller (typeconfig) in
@@ -64,7 +65,7 @@ func TestATypeEnabledAtRunTimeStartsItsController(t *testing.T) {
 
 	ns := tb.Namespace(t, "enabled")
 	tb.create(t, federated(t, "FederatedConfigMap", ns, "settings", `{data: {colour: blue}}`, member))
-	inprocess.Eventually(t, within, "the ConfigMap in "+member, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, within, "the ConfigMap in "+member, func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := tb.Members[member].Get(ctx, types.NamespacedName{Namespace: ns, Name: "settings"}, cm); err != nil {
 			return false, err.Error()
@@ -102,7 +103,7 @@ func TestDisablingATypeStopsItsController(t *testing.T) {
 		t.Errorf("Established message %q", c.Message)
 	}
 	for _, fd := range []*unstructured.Unstructured{kept, deleted} {
-		inprocess.Eventually(t, within, fd.GetName()+" to lose the sync finalizer", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, within, fd.GetName()+" to lose the sync finalizer", func(ctx context.Context) (bool, string) {
 			live := fd.DeepCopy()
 			if err := tb.Host.Get(ctx, client.ObjectKeyFromObject(fd), live); err != nil {
 				return false, err.Error()
@@ -151,7 +152,7 @@ func TestATypeTheHostDoesNotServeIsReportedUntilItIsServed(t *testing.T) {
 	t.Parallel()
 	tb.createGizmoCRD(t)
 	var stdout string
-	inprocess.Eventually(t, within, "enable gizmos.example.com -o yaml", func(context.Context) (bool, string) {
+	poll.Eventually(t, within, "enable gizmos.example.com -o yaml", func(context.Context) (bool, string) {
 		out, stderr, code := clitest.Execute(enable.NewCommand, "gizmos.example.com", "-o", "yaml", "--host-kubeconfig", tb.Fed.Host.Kubeconfig)
 		stdout = out
 		return code == 0, stderr
@@ -217,7 +218,7 @@ func (tb bed) enable(t *testing.T, resource string) {
 func (tb bed) waitForTypeConfig(t *testing.T, name string, controller corev1beta1.ControllerStatus, status metav1.ConditionStatus, reason string) *corev1beta1.FederatedTypeConfig {
 	t.Helper()
 	ftc := &corev1beta1.FederatedTypeConfig{}
-	inprocess.Eventually(t, within, fmt.Sprintf("FederatedTypeConfig %s: %s, Established %s (%s)", name, controller, status, reason), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, within, fmt.Sprintf("FederatedTypeConfig %s: %s, Established %s (%s)", name, controller, status, reason), func(ctx context.Context) (bool, string) {
 		if err := tb.Host.Get(ctx, client.ObjectKey{Name: name}, ftc); err != nil {
 			return false, err.Error()
 		}
@@ -252,7 +253,7 @@ func (tb bed) createGizmoCRD(t *testing.T) {
 	if err := tb.Host.Create(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
-	inprocess.Eventually(t, within, "CustomResourceDefinition gizmos.example.com to be Established", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, within, "CustomResourceDefinition gizmos.example.com to be Established", func(ctx context.Context) (bool, string) {
 		if err := tb.Host.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
 			return false, err.Error()
 		}
@@ -331,7 +332,7 @@ func (tb bed) patch(t *testing.T, obj *unstructured.Unstructured, patch string) 
 // template version templateVersion.
 func (tb bed) waitForInSync(t *testing.T, namespace, name string, templateVersion typesv1beta1.Version) {
 	t.Helper()
-	inprocess.Eventually(t, within, fmt.Sprintf("CPV %s/%s: %s InSync at template version %s", namespace, name, member, templateVersion), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, within, fmt.Sprintf("CPV %s/%s: %s InSync at template version %s", namespace, name, member, templateVersion), func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := tb.Host.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cpv); err != nil {
 			return false, err.Error()
@@ -358,7 +359,7 @@ func (tb bed) deployment(t *testing.T, namespace, name string) *appsv1.Deploymen
 // waitForAbsent waits until obj is gone from the host.
 func (tb bed) waitForAbsent(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	inprocess.Eventually(t, within, obj.GetName()+" to be gone from the host", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, within, obj.GetName()+" to be gone from the host", func(ctx context.Context) (bool, string) {
 		err := tb.Host.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy())
 		return apierrors.IsNotFound(err), fmt.Sprintf("still there (%v)", err)
 	})

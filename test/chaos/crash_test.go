@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // bulkSize is how many FederatedConfigMaps the bulk cases create: 300, or
@@ -251,7 +252,7 @@ func (c *crashRun) killPoints() []killPoint {
 // is dead, and starts another.
 func (c *crashRun) killAt(t *testing.T, i int, p killPoint) {
 	t.Helper()
-	eventually(t, 3*time.Minute+loadSlack, "kill point "+p.what, p.reached)
+	poll.Eventually(t, 3*time.Minute+loadSlack, "kill point "+p.what, p.reached)
 	// What the dead process counted is lost with it: read it first.
 	if v, _, err := c.b.cm.Sum(t.Context(), "fedwarden_member_writes_total", `verb="apply"`); err == nil {
 		c.metricWrites += v

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // leaderStatus is the series that says 1 on the controller-manager that
@@ -42,7 +43,7 @@ func TestLeaderKilledDuringABulkUpdate(t *testing.T) {
 	b.waitClean(l, 3*time.Minute+loadSlack)
 
 	var leader, survivor *fedtest.ControllerManager
-	eventually(t, time.Minute, "exactly one leader", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "exactly one leader", func(ctx context.Context) (bool, string) {
 		v1, _, err1 := first.Metric(ctx, leaderStatus)
 		v2, _, err2 := second.Metric(ctx, leaderStatus)
 		switch {
@@ -68,7 +69,7 @@ func TestLeaderKilledDuringABulkUpdate(t *testing.T) {
 		// Two changes of each resource, one after the other.
 		updated <- s.run(t.Context(), 1, 1+2*resources, time.Millisecond)
 	}()
-	eventually(t, 2*time.Minute+loadSlack, fmt.Sprintf("%d of %d copies updated", total/3, total), func(context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute+loadSlack, fmt.Sprintf("%d of %d copies updated", total/3, total), func(context.Context) (bool, string) {
 		w, _ := writes.Count()
 		n := 0
 		for _, v := range w {
@@ -83,7 +84,7 @@ func TestLeaderKilledDuringABulkUpdate(t *testing.T) {
 	if err := <-updated; err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Minute+loadSlack, "the survivor to lead", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute+loadSlack, "the survivor to lead", func(ctx context.Context) (bool, string) {
 		v, _, err := survivor.Metric(ctx, leaderStatus)
 		return err == nil && v == 1, fmt.Sprint(v, err)
 	})

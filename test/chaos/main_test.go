@@ -5,25 +5,21 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // fedwardenBin is the fedwarden binary built for this test run.
@@ -92,15 +88,13 @@ func offlineWithin() time.Duration {
 // FederatedConfigMaps enabled: the cheapest kind to propagate.
 type bed struct {
 	*localfed.Federation
+	fb      *fedtest.Bed
 	t       *testing.T
 	host    client.Client
 	members map[string]client.Client
 	configs map[string]*rest.Config
 	typ     propagation.Type
 	cm      *fedtest.ControllerManager
-	// dir holds the logs of every controller-manager the test ran, logs.
-	dir  string
-	logs []string
 }
 
 // startBed starts a host and n members, a controller-manager, joins the
@@ -108,62 +102,34 @@ type bed struct {
 // that join needs: only Fedwarden writes their ConfigMaps.
 func startBed(t *testing.T, n int) *bed {
 	t.Helper()
+	return newBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(n), localfed.WithControllers(fedtest.JoinControllers...)}})
+}
+
+// newBed starts a bed as o says (fedtest.StartBed), with a
+// controller-manager probing with probes and cmArgs as more flags, every
+// member joined and ConfigMaps enabled.
+func newBed(t *testing.T, o fedtest.Options, cmArgs ...string) *bed {
+	t.Helper()
 	skipInShortMode(t)
-	f, err := localfed.Start(t.Context(), localfed.WithMembers(n), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	b := &bed{Federation: f, t: t, dir: t.TempDir(), host: newClient(t, f.Host.Config), members: map[string]client.Client{}, configs: map[string]*rest.Config{}}
-	t.Cleanup(func() {
-		if b.cm != nil {
-			if err := b.cm.Stop(); err != nil {
-				t.Error(err)
-			}
-		}
-		if t.Failed() {
-			for _, l := range b.logs {
-				dumpLog(t, l)
-			}
-		}
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	b.startControllerManager()
-	for _, m := range f.Members {
-		b.members[m.Name] = newClient(t, m.Config)
+	s := probes
+	s.Args = cmArgs
+	o.Bin, o.ControllerManager, o.Join, o.Enable, o.Unthrottled = fedwardenBin, &s, true, []string{"configmaps"}, true
+	fb := fedtest.StartBed(t, o)
+	b := &bed{Federation: fb.Fed, fb: fb, t: t, host: fb.Host, members: fb.Members, configs: map[string]*rest.Config{}, cm: fb.CM}
+	for _, m := range fb.Fed.Members {
 		b.configs[m.Name] = fedtest.Unthrottled(m.Config)
-		r, err := fedtest.Run(t.Context(), fedwardenBin, fedtest.JoinArgs(f, m, m.Name)...)
-		if err != nil || r.Code != 0 {
-			t.Fatalf("joining %s failed: %v\n%s", m.Name, err, r)
-		}
 	}
-	if r, err := fedtest.Run(t.Context(), fedwardenBin, "enable", "configmaps", "--host-kubeconfig", f.Host.Kubeconfig); err != nil || r.Code != 0 {
-		t.Fatalf("enabling configmaps failed: %v\n%s", err, r)
-	}
-	ftc := &corev1beta1.FederatedTypeConfig{}
-	eventually(t, time.Minute+loadSlack, "configmaps to be Running", func(ctx context.Context) (bool, string) {
-		if err := b.host.Get(ctx, client.ObjectKey{Name: "configmaps"}, ftc); err != nil {
-			return false, err.Error()
-		}
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
-	b.typ = propagation.TypeFromConfig(ftc)
+	b.typ = propagation.TypeFromConfig(fb.Types["configmaps"])
 	return b
 }
 
 // startControllerManager starts a controller-manager on the bed; the bed
-// stops the last one when the test ends.
+// stops it when the test ends.
 func (b *bed) startControllerManager(args ...string) {
 	b.t.Helper()
 	s := probes
 	s.Args = args
-	cm, err := fedtest.StartControllerManager(fedwardenBin, b.Federation, b.dir, s)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	b.cm = cm
-	b.logs = append(b.logs, cm.LogPath)
+	b.cm = b.fb.StartControllerManager(b.t, s)
 }
 
 // namespace creates a namespace of the host for the test.
@@ -205,7 +171,7 @@ func (b *bed) waitFor(l *Ledger, timeout time.Duration, done func(Report) bool) 
 	b.t.Helper()
 	start := time.Now()
 	var last Report
-	eventually(b.t, timeout, "nothing lost, orphaned, at the wrong version or being deleted", func(ctx context.Context) (bool, string) {
+	poll.Eventually(b.t, timeout, "nothing lost, orphaned, at the wrong version or being deleted", func(ctx context.Context) (bool, string) {
 		r, err := l.Check(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -217,55 +183,4 @@ func (b *bed) waitFor(l *Ledger, timeout time.Duration, done func(Report) bool) 
 		return false, r.Err().Error()
 	})
 	return last, time.Since(start)
-}
-
-// newClient returns a client for cfg that knows the core Kubernetes types
-// and Fedwarden's, and any other kind as unstructured.
-func newClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c, err := client.New(fedtest.Unthrottled(cfg), client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatalf("creating a client of %s: %v", cfg.Host, err)
-	}
-	return c
-}
-
-// eventually polls cond every 200ms until it returns true or timeout
-// passes; then it fails the test with what cond last said.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond(t.Context())
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s; last seen: %s", timeout, what, state)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("test ended while waiting for %s; last seen: %s", what, state)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// dumpLog logs the tail of a controller-manager's log, for a failed test.
-func dumpLog(t *testing.T, path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	const tail = 32 << 10
-	if len(data) > tail {
-		data = data[len(data)-tail:]
-	}
-	t.Logf("--- last lines of %s ---\n%s", filepath.Base(path), data)
 }

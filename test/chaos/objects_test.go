@@ -14,6 +14,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // federatedConfigMap is a FederatedConfigMap placed on clusters, with one
@@ -102,7 +103,7 @@ func denyFinalizers(t *testing.T, host client.Client, namespace string) {
 	}
 	probe := federatedConfigMap(namespace, "chaos-probe", nil, map[string]string{denyFinalizerLabel: "true"})
 	probe.SetFinalizers([]string{typesv1beta1.FinalizerSync})
-	eventually(t, time.Minute, "the chaos admission policy to be enforced", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "the chaos admission policy to be enforced", func(ctx context.Context) (bool, string) {
 		err := host.Create(ctx, probe.DeepCopy(), client.DryRunAll)
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			return true, ""

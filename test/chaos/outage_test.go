@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // outage is how long the member's API server stays down.
@@ -40,7 +41,7 @@ func TestAMemberDownDuringAStreamOfUpdates(t *testing.T) {
 	killed := time.Now()
 	streamed := make(chan error, 1)
 	go func() { streamed <- s.run(t.Context(), 1+before, 1+before+during, (outage-5*time.Second)/during) }()
-	eventually(t, offlineWithin(), down.Name+" to be not Ready", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, offlineWithin(), down.Name+" to be not Ready", func(ctx context.Context) (bool, string) {
 		st, err := b.readyStatus(ctx, down.Name)
 		if err != nil {
 			return false, err.Error()

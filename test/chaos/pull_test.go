@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,15 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
-	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // hostOutage is how long the host stays down under the Pull agent.
@@ -39,66 +37,12 @@ const pullLease = 20 * time.Second
 // and enables ConfigMaps.
 func startPullBed(t *testing.T) (*bed, *fedtest.ControllerManager) {
 	t.Helper()
-	skipInShortMode(t)
-	f, err := localfed.Start(t.Context(), localfed.WithMemberNames("push-1", "pull-1"), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	b := &bed{Federation: f, t: t, dir: t.TempDir(), host: newClient(t, f.Host.Config), members: map[string]client.Client{}, configs: map[string]*rest.Config{}}
-	var agent *fedtest.ControllerManager
-	t.Cleanup(func() {
-		for _, p := range []*fedtest.ControllerManager{agent, b.cm} {
-			if p != nil {
-				if err := p.Stop(); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		if t.Failed() {
-			for _, l := range b.logs {
-				dumpLog(t, l)
-			}
-		}
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	b.startControllerManager("--leader-elect=false", "--resync-period", "5s")
-	push, pull := f.Members[0], f.Members[1]
-	for _, m := range f.Members {
-		b.members[m.Name] = newClient(t, m.Config)
-		b.configs[m.Name] = fedtest.Unthrottled(m.Config)
-	}
-	if r, err := fedtest.Run(t.Context(), fedwardenBin, fedtest.JoinArgs(f, push, push.Name)...); err != nil || r.Code != 0 {
-		t.Fatalf("joining %s failed: %v\n%s", push.Name, err, r)
-	}
-	agentHost := filepath.Join(b.dir, "agent-host.kubeconfig")
-	if r, err := fedtest.Run(t.Context(), fedwardenBin, fedtest.JoinArgs(f, pull, pull.Name, "--sync-mode", "Pull", "--agent-kubeconfig", agentHost, "--wait=false")...); err != nil || r.Code != 0 {
-		t.Fatalf("joining %s in Pull mode failed: %v\n%s", pull.Name, err, r)
-	}
-	agentMember := filepath.Join(b.dir, "agent-member.kubeconfig")
-	if err := fedtest.WriteAgentMemberKubeconfig(t.Context(), pull, agentMember); err != nil {
-		t.Fatal(err)
-	}
-	agent, err = fedtest.StartAgent(fedwardenBin, b.dir, "--cluster-name", pull.Name, "--host-kubeconfig", agentHost, "--kubeconfig", agentMember,
-		"--lease-duration", pullLease.String(), "--lease-renew-interval", "2s", "--resync-period", "5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.logs = append(b.logs, agent.LogPath)
-	b.waitReady(pull.Name, time.Time{})
-	if r, err := fedtest.Run(t.Context(), fedwardenBin, "enable", "configmaps", "--host-kubeconfig", f.Host.Kubeconfig); err != nil || r.Code != 0 {
-		t.Fatalf("enabling configmaps failed: %v\n%s", err, r)
-	}
-	ftc := &corev1beta1.FederatedTypeConfig{}
-	eventually(t, time.Minute+loadSlack, "configmaps to be Running", func(ctx context.Context) (bool, string) {
-		if err := b.host.Get(ctx, client.ObjectKey{Name: "configmaps"}, ftc); err != nil {
-			return false, err.Error()
-		}
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
-	b.typ = propagation.TypeFromConfig(ftc)
-	return b, agent
+	b := newBed(t, fedtest.Options{
+		Federation: []localfed.Option{localfed.WithMemberNames("push-1", "pull-1"), localfed.WithControllers(fedtest.JoinControllers...)},
+		Pull:       []string{"pull-1"},
+		AgentArgs:  []string{"--lease-duration", pullLease.String(), "--lease-renew-interval", "2s", "--resync-period", "5s"},
+	}, "--leader-elect=false", "--resync-period", "5s")
+	return b, b.fb.Agents["pull-1"]
 }
 
 // waitReady waits until the Pull cluster is Ready and, when since is set,
@@ -107,7 +51,7 @@ func startPullBed(t *testing.T) (*bed, *fedtest.ControllerManager) {
 func (b *bed) waitReady(cluster string, since time.Time) {
 	b.t.Helper()
 	lease := types.NamespacedName{Namespace: corev1beta1.DefaultFederationNamespace, Name: registration.AgentLeaseName(cluster)}
-	eventually(b.t, pullLease+loadSlack, cluster+" to be Ready", func(ctx context.Context) (bool, string) {
+	poll.Eventually(b.t, pullLease+loadSlack, cluster+" to be Ready", func(ctx context.Context) (bool, string) {
 		if !since.IsZero() {
 			l := &coordinationv1.Lease{}
 			if err := b.host.Get(ctx, lease, l); err != nil {
@@ -215,7 +159,7 @@ func TestHostDownUnderAPullAgent(t *testing.T) {
 	// Reported: each edited copy has an Event of its drift being resolved
 	// in the Pull cluster (the agent writes Events in the control-plane
 	// namespace).
-	eventually(t, time.Minute+loadSlack, "DriftResolved Events for the edited copies", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute+loadSlack, "DriftResolved Events for the edited copies", func(ctx context.Context) (bool, string) {
 		var events corev1.EventList
 		if err := b.host.List(ctx, &events, client.InNamespace(corev1beta1.DefaultFederationNamespace)); err != nil {
 			return false, err.Error()
@@ -232,7 +176,7 @@ func TestHostDownUnderAPullAgent(t *testing.T) {
 	})
 	// Kept: the drift ledger of each edited copy's CPV has the episode the
 	// agent ended while the host was down, credited to Enforce.
-	eventually(t, time.Minute+loadSlack, "the edited copies' episodes in the drift ledger", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute+loadSlack, "the edited copies' episodes in the drift ledger", func(ctx context.Context) (bool, string) {
 		var missing []string
 		for _, obj := range objs[:edited] {
 			cpv := &typesv1beta1.ClusterPropagatedVersion{}

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // A member's API server is killed and started again, with the same data,
@@ -39,7 +41,7 @@ func TestAMemberRestartedDuringABulkCreate(t *testing.T) {
 	start := time.Now()
 	created := make(chan error, 1)
 	go func() { created <- createAll(t.Context(), b.host, objs, 8) }()
-	eventually(t, 3*time.Minute+loadSlack, fmt.Sprintf("%d copies in %s", n/4, restarted.Name), func(context.Context) (bool, string) {
+	poll.Eventually(t, 3*time.Minute+loadSlack, fmt.Sprintf("%d copies in %s", n/4, restarted.Name), func(context.Context) (bool, string) {
 		_, c := writes.Count()
 		return c[restarted.Name] >= n/4, fmt.Sprintf("%d copies", c[restarted.Name])
 	})

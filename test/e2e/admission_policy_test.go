@@ -22,6 +22,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/config/admission"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // The admission policies Fedwarden ships with its CRDs (config/admission),
@@ -266,33 +267,25 @@ func TestTheResyncAnnotationIsBounded(t *testing.T) {
 func TestAnObjectAdmittedBeforeThePoliciesCanStillBeDeleted(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithControllers())
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	c := newClient(t, bed.Host.Config)
+	bed := startBed(t, localfed.WithControllers())
+	c := bed.Host
 	old := federated(t, "FederatedDeployment", "default", labels("bad key", "x"))
 	old.SetName("admitted-before")
 	old.SetFinalizers([]string{typesv1beta1.FinalizerSync})
 	old.SetAnnotations(map[string]string{typesv1beta1.AnnotationResync: strings.Repeat("r", admission.ResyncMaxLength+44)})
 	storeWithoutPolicies(t, c, old)
 
-	kubectl(t, bed.Host.Kubeconfig, "label", "fdeploy", old.GetName(), "team=payments")
+	kubectl(t, bed.Fed.Host.Kubeconfig, "label", "fdeploy", old.GetName(), "team=payments")
 	patch := func(p string) error {
 		return c.Patch(t.Context(), old.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(p)))
 	}
 	refusedBy(t, patch(`{"spec":{"placement":{"clusterSelector":{"matchLabels":{"other bad":"x"}}}}}`), admission.ClusterSelectorPolicy, `"other bad"`)
 	refusedBy(t, patch(`{"metadata":{"annotations":{"kubefed.io/resync":"`+strings.Repeat("s", admission.ResyncMaxLength+1)+`"}}}`), admission.ResyncAnnotationPolicy, "use a shorter value")
-	kubectl(t, bed.Host.Kubeconfig, "delete", "fdeploy", old.GetName(), "--wait=false")
+	kubectl(t, bed.Fed.Host.Kubeconfig, "delete", "fdeploy", old.GetName(), "--wait=false")
 	if err := patch(`{"metadata":{"finalizers":null}}`); err != nil {
 		t.Fatalf("removing the finalizer of the object being deleted, as the controller does: %v", err)
 	}
-	eventually(t, 30*time.Second, "the object to be gone", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the object to be gone", func(ctx context.Context) (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(old), old.DeepCopy())
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -320,7 +313,7 @@ func storeWithoutPolicies(t *testing.T, c client.Client, obj *unstructured.Unstr
 			}
 		}
 	}
-	eventually(t, time.Minute, "the API server to admit the object without the bindings", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "the API server to admit the object without the bindings", func(ctx context.Context) (bool, string) {
 		err := c.Create(ctx, obj.DeepCopy(), client.DryRunAll)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -335,7 +328,7 @@ func storeWithoutPolicies(t *testing.T, c client.Client, obj *unstructured.Unstr
 		}
 	}
 	for policy, probe := range probes {
-		eventually(t, time.Minute, policy+" to be enforced again", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, time.Minute, policy+" to be enforced again", func(ctx context.Context) (bool, string) {
 			err := c.Create(ctx, probe, client.DryRunAll)
 			return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'"), fmt.Sprint(err)
 		})
@@ -449,7 +442,7 @@ func federatedNamespaceCRD(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubectl(t, fed.Host.Kubeconfig, "apply", "--server-side", "-f", path)
-	eventually(t, time.Minute, "the host to serve FederatedNamespaces", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "the host to serve FederatedNamespaces", func(ctx context.Context) (bool, string) {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedNamespaceList"))
 		c, err := buildClient(fed.Host.Config) // a new client discovers the kind afresh

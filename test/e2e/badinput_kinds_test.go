@@ -21,6 +21,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // healWithin bounds how long a refused cluster takes to get its copy once
@@ -96,7 +97,7 @@ func TestAKindAMemberForbidsIsReportedAndHarmsNothingElse(t *testing.T) {
 	// Joining again grants every kind the member serves.
 	rejoin(t, member, own)
 	start := time.Now()
-	eventually(t, healWithin, "the copy in "+own+" and its entry InSync", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, healWithin, "the copy in "+own+" and its entry InSync", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-web")
 		if err != nil {
 			return false, err.Error()
@@ -251,7 +252,7 @@ func TestACRDRemovedFromAMemberIsReportedAndComesBack(t *testing.T) {
 	installCRD(t, ca, a, gizmoCRD)
 	start := time.Now()
 	for _, name := range []string{"g", "other"} {
-		eventually(t, healWithin, fmt.Sprintf("the copy of %s back in %s and its entry InSync", name, a), func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, healWithin, fmt.Sprintf("the copy of %s back in %s and its entry InSync", name, a), func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, host, ns, "gizmo-"+name)
 			if err != nil {
 				return false, err.Error()
@@ -320,7 +321,7 @@ func gizmoState(t *testing.T, c client.Client, where, namespace, name string) st
 // any kind.
 func waitForOutcome(t *testing.T, c client.Client, kind, namespace, name string, status metav1.ConditionStatus, reason string, want map[string]clusterOutcome) {
 	t.Helper()
-	eventually(t, settleWithin, fmt.Sprintf("%s %s/%s: Propagated=%s (%s) with clusters %v", kind, namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("%s %s/%s: Propagated=%s (%s) with clusters %v", kind, namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("types.kubefed.io/v1beta1")
 		obj.SetKind(kind)
@@ -374,7 +375,7 @@ func installCRD(t *testing.T, c client.Client, where, manifest string) {
 	t.Helper()
 	createObject(t, c, decode(t, manifest))
 	name := decode(t, manifest).GetName()
-	eventually(t, 30*time.Second, fmt.Sprintf("CRD %s to be Established in %s", name, where), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("CRD %s to be Established in %s", name, where), func(ctx context.Context) (bool, string) {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
 			return false, err.Error()

@@ -15,6 +15,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // setAnnotation sets (or, when value is nil, removes) one annotation of
@@ -71,7 +72,7 @@ func TestTheResyncAnnotationIsOpaque(t *testing.T) {
 		t.Run(fmt.Sprintf("value %q", value), func(t *testing.T) {
 			drift(t, fmt.Sprintf("nginx:hotfix-%d", i))
 			setAnnotation(t, ns, "api", typesv1beta1.AnnotationResync, &value)
-			eventually(t, 45*time.Second, "the resync to write the image back and be recorded", func(ctx context.Context) (bool, string) {
+			poll.Eventually(t, 45*time.Second, "the resync to write the image back and be recorded", func(ctx context.Context) (bool, string) {
 				img, err := memberImage(ctx, member1, ns, "api")
 				cpv, cerr := cpvOf(ctx, host, ns, "deployment-api")
 				if err != nil || cerr != nil {
@@ -145,7 +146,7 @@ func TestAMemberPolicyRefusesATemplate(t *testing.T) {
 	createObject(t, member2, binding)
 	// The member enforces a policy a moment after it is stored: a dry run
 	// of what Fedwarden will send tells when.
-	eventually(t, 30*time.Second, "the member's policy to be enforced", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the member's policy to be enforced", func(ctx context.Context) (bool, string) {
 		d := memberDeployment(t, 1, ns, "other")
 		d.Spec.Replicas = new(int32(3))
 		err := member2.Update(ctx, d, client.DryRunAll)

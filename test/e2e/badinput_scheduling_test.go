@@ -18,6 +18,7 @@ import (
 
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // waitForPreferenceCondition waits until the Scheduled condition of the
@@ -25,7 +26,7 @@ import (
 // message containing every one of parts.
 func waitForPreferenceCondition(t *testing.T, c client.Client, namespace, name string, status metav1.ConditionStatus, reason string, parts ...string) {
 	t.Helper()
-	eventually(t, 45*time.Second, fmt.Sprintf("the RSP %s/%s: Scheduled=%s (%s) saying %q", namespace, name, status, reason, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("the RSP %s/%s: Scheduled=%s (%s) saying %q", namespace, name, status, reason, parts), func(ctx context.Context) (bool, string) {
 		obj := &unstructured.Unstructured{}
 		obj.SetAPIVersion("scheduling.kubefed.io/v1alpha1")
 		obj.SetKind("ReplicaSchedulingPreference")
@@ -73,7 +74,7 @@ func memberReplicas(ctx context.Context, namespace, name string) (map[string]int
 // namespace/name have the replicas of want, by member.
 func waitForMemberReplicasOf(t *testing.T, namespace, name string, want map[string]int32) {
 	t.Helper()
-	eventually(t, 45*time.Second, fmt.Sprintf("the Deployments %s/%s to have replicas %v", namespace, name, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("the Deployments %s/%s to have replicas %v", namespace, name, want), func(ctx context.Context) (bool, string) {
 		got, err := memberReplicas(ctx, namespace, name)
 		if err != nil {
 			return false, err.Error()

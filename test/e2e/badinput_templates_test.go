@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // copyState is what a user compares to tell that a member copy was left
@@ -149,7 +150,7 @@ func TestBadInputInTemplatesAndOverrides(t *testing.T) {
 func waitForResyncs(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(3 * resyncPeriod)
-	eventually(t, 30*time.Second, "three resync periods", func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "three resync periods", func(context.Context) (bool, string) {
 		return time.Now().After(deadline), ""
 	})
 }

@@ -22,6 +22,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // conditionState is a condition as a user reads it in kubectl.
@@ -49,7 +50,7 @@ func clusterCondition(ctx context.Context, c client.Client, name, typ string) (c
 func waitForCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus, reason string, timeout time.Duration) conditionState {
 	t.Helper()
 	var got conditionState
-	eventually(t, timeout, fmt.Sprintf("%s: %s=%s (%s)", name, typ, status, reason), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, timeout, fmt.Sprintf("%s: %s=%s (%s)", name, typ, status, reason), func(ctx context.Context) (bool, string) {
 		var err error
 		got, err = clusterCondition(ctx, c, name, typ)
 		if err != nil {
@@ -351,7 +352,7 @@ func clusterEvents(t *testing.T, c client.Client, name string) []corev1.Event {
 func waitForEvents(t *testing.T, c client.Client, name, typ, reason string, n int) int {
 	t.Helper()
 	var count int
-	eventually(t, loadSlack, fmt.Sprintf("%d %s Events %s of %s", n, typ, reason, name), func(context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack, fmt.Sprintf("%d %s Events %s of %s", n, typ, reason, name), func(context.Context) (bool, string) {
 		count = 0
 		for _, e := range clusterEvents(t, c, name) {
 			if e.Type == typ && e.Reason == reason {

@@ -27,6 +27,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // handEditor is the field manager of the hand edits the console must name.
@@ -115,7 +116,7 @@ func noConsoleErrors(t *testing.T, page *fedtest.Page, where string) {
 // field manager handEditor.
 func handEdit(t *testing.T, c client.Client, namespace, name, image string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "editing the member's Deployment", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "editing the member's Deployment", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -448,34 +449,11 @@ func withQuery(t *testing.T, raw, key, value string) string {
 func TestNotificationSinkDownLeavesPropagationLatency(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithMembers(1))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
 	receiver := newCloudEventReceiver(t)
-	manager, err := startControllerManager(bed, t.TempDir(), steadyProbes,
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(1)}}, steadyProbes,
 		"--notify-webhook", receiver.URL+"/hook", "--notify-attempts", "3", "--notify-timeout", "5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
-	m := bed.Members[0]
-	if r := runFedwarden(t, joinArgs(bed, m, m.Name)...); r.code != 0 {
-		t.Fatalf("joining %s failed:\n%s", m.Name, r)
-	}
-	host, member := newClient(t, bed.Host.Config), newClient(t, m.Config)
+	m := bed.Fed.Members[0]
+	host, member := bed.Host, bed.Members[m.Name]
 	enableDeploymentsIn(t, host)
 	ns := testNamespace(t, host)
 	createObject(t, host, newFederatedDeployment(t, ns, "paced", 0, placedOn(m.Name)))

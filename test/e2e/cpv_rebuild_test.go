@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // copyIdentity is what tells a member copy that was left alone from one
@@ -57,7 +58,7 @@ func checkCopiesUntouched(t *testing.T, members map[string]client.Client, namesp
 func waitForRebuiltCPV(t *testing.T, c client.Client, namespace, name string, replaced types.UID, clusters ...string) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, 60*time.Second, fmt.Sprintf("CPV %s/%s rebuilt, in sync on %v", namespace, name, clusters), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, fmt.Sprintf("CPV %s/%s rebuilt, in sync on %v", namespace, name, clusters), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, name); err != nil {
 			return false, err.Error()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // rogueServer is an HTTPS server on loopback that answers every request as
@@ -108,7 +109,7 @@ func federatedClusterEditor(t *testing.T, host client.Client) client.Client {
 		t.Fatal(err)
 	}
 	editor := newClient(t, cfg)
-	eventually(t, loadSlack, user+" may read FederatedClusters", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack, user+" may read FederatedClusters", func(ctx context.Context) (bool, string) {
 		err := editor.List(ctx, &corev1beta1.FederatedClusterList{})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -153,7 +154,7 @@ func waitForClusterConditionAt(t *testing.T, c client.Client, rogue *rogueServer
 	typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
-	eventually(t, cm.probes.probesWithin(1), fmt.Sprintf("%s: %s=%s (%s) for generation %d", name, typ, status, reason, generation), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, cm.probes.probesWithin(1), fmt.Sprintf("%s: %s=%s (%s) for generation %d", name, typ, status, reason, generation), func(ctx context.Context) (bool, string) {
 		rogue.checkNeverContacted(t, tokens)
 		fc := &corev1beta1.FederatedCluster{}
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, fc); err != nil {
@@ -267,7 +268,7 @@ func resetClusterSpecOnFailure(t *testing.T, host client.Client, name string, sp
 // of cluster name is not sent.
 func checkNotBoundEvent(t *testing.T, host client.Client, name string) {
 	t.Helper()
-	eventually(t, loadSlack, fmt.Sprintf("a Warning Event %s on %s", corev1beta1.ReasonCredentialsNotBound, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack, fmt.Sprintf("a Warning Event %s on %s", corev1beta1.ReasonCredentialsNotBound, name), func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
 		if err := host.List(ctx, events, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("involvedObject.name", name),

@@ -18,6 +18,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // secretsEnabled enables Secrets in the shared test bed with `fedwarden
@@ -45,7 +46,7 @@ func enableSecrets(t *testing.T) {
 		t.Fatalf("enabling Secrets in the shared test bed: %v", err)
 	}
 	host := hostClient(t)
-	eventually(t, time.Minute, "secrets to be Running", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "secrets to be Running", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := host.Get(ctx, types.NamespacedName{Name: "secrets"}, ftc); err != nil {
 			return false, err.Error()
@@ -115,7 +116,7 @@ spec:
 
 	// Someone changes the password in m1, to a value of the same length.
 	member := memberClient(t, 0)
-	eventually(t, 30*time.Second, "editing the member's Secret", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "editing the member's Secret", func(ctx context.Context) (bool, string) {
 		s := &corev1.Secret{}
 		if err := member.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, s); err != nil {
 			return false, err.Error()

@@ -16,6 +16,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // scaleManager is the field manager the tests scale member copies as.
@@ -93,7 +94,7 @@ func (s scaleTarget) replicas(ctx context.Context, name string) (int32, error) {
 // waitForReplicas waits until the member's Deployment has replicas.
 func (s scaleTarget) waitForReplicas(t *testing.T, name string, want int32) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("Deployment %s/%s in %s to have %d replicas", s.namespace, name, s.cluster, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("Deployment %s/%s in %s to have %d replicas", s.namespace, name, s.cluster, want), func(ctx context.Context) (bool, string) {
 		n, err := s.replicas(ctx, name)
 		return err == nil && n == want, fmt.Sprint(n, err)
 	})

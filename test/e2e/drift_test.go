@@ -17,13 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // editImage changes the image of a member Deployment as a person with
 // kubectl edit would: an update by another field manager.
 func editImage(t *testing.T, c client.Client, namespace, name, image string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "editing the member's Deployment", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "editing the member's Deployment", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -49,7 +50,7 @@ func memberImage(ctx context.Context, c client.Client, namespace, name string) (
 func waitForEntry(t *testing.T, c client.Client, namespace, name, cluster string, ok func(typesv1beta1.ClusterVersion) bool) typesv1beta1.ClusterVersion {
 	t.Helper()
 	var entry typesv1beta1.ClusterVersion
-	eventually(t, settleWithin, fmt.Sprintf("the CPV entry of %s for %s/%s", cluster, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("the CPV entry of %s for %s/%s", cluster, namespace, name), func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -86,7 +87,7 @@ func eventsOf(t *testing.T, c client.Client, namespace, name string) []string {
 // every part.
 func waitForEvent(t *testing.T, c client.Client, namespace, name string, parts ...string) {
 	t.Helper()
-	eventually(t, settleWithin, fmt.Sprintf("an Event of %s saying %q", name, parts), func(context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("an Event of %s saying %q", name, parts), func(context.Context) (bool, string) {
 		events := eventsOf(t, c, namespace, name)
 		return slices.ContainsFunc(events, func(e string) bool {
 			return !slices.ContainsFunc(parts, func(p string) bool { return !strings.Contains(e, p) })
@@ -112,7 +113,7 @@ func TestDriftEnforcedIsHealed(t *testing.T) {
 	other := waitForSettled(t, member2, m2, ns, "web")
 
 	editImage(t, member1, ns, "web", "nginx:evil")
-	eventually(t, 30*time.Second, "the image to be written back", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the image to be written back", func(ctx context.Context) (bool, string) {
 		img, err := memberImage(ctx, member1, ns, "web")
 		return err == nil && img == "nginx:1.27", fmt.Sprint(img, err)
 	})
@@ -192,7 +193,7 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 	if r := runFedwarden(t, append([]string{"resync", "fdeploy/api"}, hostArgs...)...); r.code != 0 {
 		t.Fatalf("fedwarden resync:\n%s", r)
 	}
-	eventually(t, 30*time.Second, "the resync to write the image back", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the resync to write the image back", func(ctx context.Context) (bool, string) {
 		img, err := memberImage(ctx, member1, ns, "api")
 		return err == nil && img == "nginx:1.27", fmt.Sprint(img, err)
 	})
@@ -206,7 +207,7 @@ func TestDriftAlertIsReportedThenResynced(t *testing.T) {
 	if r := runFedwarden(t, append([]string{"drift", "--history", "-o", "wide"}, hostArgs...)...); r.code != 0 || !strings.Contains(r.stdout, "Resync") || !strings.Contains(r.stdout, back.DriftHistory[0].Resync) || !strings.Contains(r.stdout, "kubectl-edit") {
 		t.Errorf("fedwarden drift --history -o wide: want the episode resolved by the resync, with its value and kubectl-edit\n%s", r)
 	}
-	eventually(t, 30*time.Second, "the CPV to record the resync", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the CPV to record the resync", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-api")
 		fd, _, ferr := federatedStatus(ctx, host, ns, "api")
 		if err != nil || ferr != nil {
@@ -239,7 +240,7 @@ func TestDriftDeletedCopy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "the deleted copy to be recreated", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the deleted copy to be recreated", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		err := member1.Get(ctx, types.NamespacedName{Namespace: ns, Name: "enforced"}, d)
 		return err == nil && d.DeletionTimestamp == nil, fmt.Sprint(err)
@@ -311,7 +312,7 @@ func TestDefaultedDeploymentStaysInSync(t *testing.T) {
 	for i, m := range fed.Members {
 		// Two replicas never become available without kubelets, but the
 		// member's controllers keep working on them.
-		eventually(t, 30*time.Second, m.Name+"'s deployment controller to see the Deployment", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, m.Name+"'s deployment controller to see the Deployment", func(ctx context.Context) (bool, string) {
 			d := &appsv1.Deployment{}
 			if err := memberClient(t, i).Get(ctx, types.NamespacedName{Namespace: ns, Name: "quiet"}, d); err != nil {
 				return false, err.Error()
@@ -346,7 +347,7 @@ func TestDefaultedDeploymentStaysInSync(t *testing.T) {
 func waitForStableCPV(t *testing.T, c client.Client, namespace, name string, cpv *typesv1beta1.ClusterPropagatedVersion) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	last, since := cpv.ResourceVersion, time.Now()
-	eventually(t, 60*time.Second, "the CPV to settle", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, "the CPV to settle", func(ctx context.Context) (bool, string) {
 		now, err := cpvOf(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()

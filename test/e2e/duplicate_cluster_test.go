@@ -18,6 +18,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // Two FederatedClusters of one API server would write the same objects
@@ -45,7 +46,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	if err := member.Get(t.Context(), types.NamespacedName{Name: metav1.NamespaceSystem}, kubeSystem); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, cm.probes.probesWithin(2), first+"'s status.clusterID", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, cm.probes.probesWithin(2), first+"'s status.clusterID", func(ctx context.Context) (bool, string) {
 		fc := &corev1beta1.FederatedCluster{}
 		if err := host.Get(ctx, types.NamespacedName{Name: first}, fc); err != nil {
 			return false, err.Error()
@@ -82,7 +83,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	if !strings.Contains(got.message, first) || !strings.Contains(got.message, string(kubeSystem.UID)) {
 		t.Errorf("Ready message %q does not name %s and the cluster ID", got.message, first)
 	}
-	eventually(t, loadSlack, "a Warning Event DuplicateCluster on "+second, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack, "a Warning Event DuplicateCluster on "+second, func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
 		if err := host.List(ctx, events, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("involvedObject.name", second),
@@ -106,7 +107,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	overrides := fmt.Sprintf("\n  overrides: [{clusterName: %s, clusterOverrides: [{path: /spec/replicas, value: 3}]}]", second)
 	createObject(t, host, newFederatedDeployment(t, ns, "web", 1, placedOn(first, second)+overrides))
 	// The scheduler leaves a cluster that is not Ready out, and says why.
-	eventually(t, loadSlack+30*time.Second, "the CPV to hold "+first+" InSync, and the resource's status to say why "+second+" holds nothing", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack+30*time.Second, "the CPV to hold "+first+" InSync, and the resource's status to say why "+second+" holds nothing", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-web")
 		if err != nil {
 			return false, err.Error()
@@ -136,7 +137,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
 		setNested(t, obj.Object, []any{map[string]any{"name": first}}, "spec", "placement", "clusters")
 	})
-	eventually(t, loadSlack+30*time.Second, "the CPV to hold "+first+" alone, InSync", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack+30*time.Second, "the CPV to hold "+first+" alone, InSync", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "deployment-web")
 		if err != nil {
 			return false, err.Error()
@@ -155,7 +156,7 @@ func TestASecondNameOfAJoinedClusterIsRefusedAndWritesNothing(t *testing.T) {
 	if err := host.Delete(t.Context(), fedDeploy); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, loadSlack+30*time.Second, "the FederatedDeployment and its copy to be gone", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack+30*time.Second, "the FederatedDeployment and its copy to be gone", func(ctx context.Context) (bool, string) {
 		herr := host.Get(ctx, client.ObjectKeyFromObject(fedDeploy), fedDeploy.DeepCopy())
 		merr := member.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(herr) && apierrors.IsNotFound(merr), fmt.Sprintf("host: %v; member: %v", herr, merr)

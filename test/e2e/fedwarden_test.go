@@ -113,20 +113,61 @@ type controllerManager struct {
 	logPath string
 	// probes are its health-probe settings.
 	probes probeSettings
+	// stopped is set once stop was called.
+	stopped bool
 }
 
-// startControllerManager runs the controller-manager against f's host with
-// the probe settings and more flags, logging to a file in dir.
-func startControllerManager(f *localfed.Federation, dir string, probes probeSettings, args ...string) (*controllerManager, error) {
-	cm, err := fedtest.StartControllerManager(fedwardenBin, f, dir, probes.fedtest(args...))
+// startBed starts a bed of the test's own (fedtest.StartBed) with the
+// federation options, stopped when the test ends.
+func startBed(t *testing.T, opts ...localfed.Option) *fedtest.Bed {
+	t.Helper()
+	return fedtest.StartBed(t, fedtest.Options{Bin: fedwardenBin, Federation: opts})
+}
+
+// startControllerManager runs a controller-manager on bed with the probe
+// settings and more flags; the bed stops it when the test ends.
+func startControllerManager(t *testing.T, bed *fedtest.Bed, probes probeSettings, args ...string) *controllerManager {
+	t.Helper()
+	cm := bed.StartControllerManager(t, probes.fedtest(args...))
+	return &controllerManager{ControllerManager: cm, logPath: cm.LogPath, probes: probes}
+}
+
+// startJoinedBed starts a bed of the test's own with o, a controller-manager
+// with the probe settings and more flags, and every member joined.
+func startJoinedBed(t *testing.T, o fedtest.Options, probes probeSettings, args ...string) (*fedtest.Bed, *controllerManager) {
+	t.Helper()
+	s := probes.fedtest(args...)
+	o.Bin, o.ControllerManager, o.Join = fedwardenBin, &s, true
+	b := fedtest.StartBed(t, o)
+	return b, &controllerManager{ControllerManager: b.CM, logPath: b.CM.LogPath, probes: probes}
+}
+
+// adoptingControllerManager runs a controller-manager on f, logging to
+// dir, with the flags a migration's plan gives: a test that checks its
+// stop stops it, and its cleanup stops it otherwise, without a verdict.
+func adoptingControllerManager(t *testing.T, f *localfed.Federation, dir string, args []string) *controllerManager {
+	t.Helper()
+	started, err := fedtest.StartControllerManager(fedwardenBin, f, dir, steadyProbes.fedtest(args...))
 	if err != nil {
-		return nil, err
+		t.Fatal(err)
 	}
-	return &controllerManager{ControllerManager: cm, logPath: cm.LogPath, probes: probes}, nil
+	cm := &controllerManager{ControllerManager: started, logPath: started.LogPath, probes: steadyProbes}
+	t.Cleanup(func() {
+		if !cm.stopped {
+			_ = cm.stop()
+		}
+		if t.Failed() {
+			dumpLog(cm.logPath)
+		}
+	})
+	return cm
 }
 
 // stop ends the controller-manager.
-func (cm *controllerManager) stop() error { return cm.Stop() }
+func (cm *controllerManager) stop() error {
+	cm.stopped = true
+	return cm.Stop()
+}
 
 // metric returns the value of the series `name{labels}` the
 // controller-manager exports, and whether it exists.
@@ -141,29 +182,6 @@ func (cm *controllerManager) metric(t *testing.T, series string) (float64, bool)
 
 // freePort returns a port on 127.0.0.1 that was free a moment ago.
 func freePort() (int, error) { return fedtest.FreePort() }
-
-// eventually polls cond every 200ms until it returns true or timeout
-// passes; then it fails the test with what cond last said.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for {
-		ok, state := cond(t.Context())
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s; last seen: %s", timeout, what, last)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("test ended while waiting for %s; last seen: %s", what, last)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
 
 // unstructuredSlice returns the list at path in obj.
 func unstructuredSlice(obj map[string]any, path ...string) ([]any, bool, error) {

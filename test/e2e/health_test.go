@@ -17,6 +17,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // A copy's health follows its status, as the member's own Deployment
@@ -54,7 +55,7 @@ func TestHealthOfCopies(t *testing.T) {
 		healthy int32
 		column  string
 	}{"idle": {corev1beta1.HealthHealthy, 2, "2/2"}, "stuck": {corev1beta1.HealthDegraded, 0, "0/2"}} {
-		eventually(t, 30*time.Second, "the health of "+name+" in its status and its CPV's", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the health of "+name+" in its status and its CPV's", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, host, ns, "deployment-"+name)
 			_, st, ferr := federatedStatus(ctx, host, ns, name)
 			if err != nil || ferr != nil {
@@ -132,7 +133,7 @@ spec:
 // HealthRulesValid condition with status, reason and a message holding part.
 func waitForRulesCondition(t *testing.T, host client.Client, status metav1.ConditionStatus, reason, part string) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the HealthRulesValid condition", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the HealthRulesValid condition", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := host.Get(ctx, types.NamespacedName{Name: "secrets"}, ftc); err != nil {
 			return false, err.Error()

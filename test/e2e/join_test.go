@@ -27,6 +27,7 @@ import (
 	"github.com/fedwarden/fedwarden/config/crd"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 const fedNamespace = corev1beta1.DefaultFederationNamespace
@@ -156,35 +157,16 @@ func TestJoinMakesMembersReady(t *testing.T) {
 func TestJoinProbesNewClusterAtOnce(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
+	bed := startBed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
 	probes := probeSettings{period: 10 * time.Minute, timeout: 10 * time.Second, failureThreshold: 3}
 	const joinTimeout = 2 * time.Minute
-	manager, err := startControllerManager(bed, t.TempDir(), probes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
-	m := bed.Members[0]
-	if r := runFedwarden(t, joinArgs(bed, m, m.Name, "--timeout", joinTimeout.String())...); r.code != 0 {
+	startControllerManager(t, bed, probes)
+	m := bed.Fed.Members[0]
+	if r := runFedwarden(t, joinArgs(bed.Fed, m, m.Name, "--timeout", joinTimeout.String())...); r.code != 0 {
 		t.Fatalf("join did not see %s Ready within %s, with a probe period of %s:\n%s", m.Name, joinTimeout, probes.period, r)
 	}
 	fc := &corev1beta1.FederatedCluster{}
-	if err := newClient(t, bed.Host.Config).Get(t.Context(), types.NamespacedName{Name: m.Name}, fc); err != nil {
+	if err := bed.Host.Get(t.Context(), types.NamespacedName{Name: m.Name}, fc); err != nil {
 		t.Fatalf("reading FederatedCluster %s: %v", m.Name, err)
 	}
 	ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady)
@@ -387,7 +369,7 @@ func TestUnjoinRemovesBothSides(t *testing.T) {
 		if r.code != 0 {
 			t.Fatalf("unjoin (run %d) failed:\n%s", i+1, r)
 		}
-		eventually(t, 30*time.Second, "both sides to be removed", func(context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "both sides to be removed", func(context.Context) (bool, string) {
 			var left []string
 			for _, side := range []map[string]string{resourceVersions(t, host, hostObjects(name)), resourceVersions(t, member, memberObjects(name))} {
 				for key, rv := range side {
@@ -436,7 +418,7 @@ func federationHost(t *testing.T, name string) *localfed.Cluster {
 			t.Fatalf("creating CRD %s in %s: %v", obj.Name, name, err)
 		}
 	}
-	eventually(t, loadSlack, "FederatedClusters to be served by "+name, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, loadSlack, "FederatedClusters to be served by "+name, func(ctx context.Context) (bool, string) {
 		err := c.List(ctx, &corev1beta1.FederatedClusterList{})
 		return err == nil, fmt.Sprint(err)
 	})

@@ -18,13 +18,13 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 const kubefedExamples = "../conformance/kubefed-v0.10.0"
@@ -70,52 +70,33 @@ func TestKubeFedSample1(t *testing.T) {
 	skipInShortMode(t)
 	kubectlPath(t) // no kubectl, no test bed to start
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithMemberNames("cluster1", "cluster2"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	manager, err := startControllerManager(bed, t.TempDir(), steadyProbes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
-	for _, m := range bed.Members {
+	bed := startBed(t, localfed.WithMemberNames("cluster1", "cluster2"))
+	startControllerManager(t, bed, steadyProbes)
+	for _, m := range bed.Fed.Members {
 		// The sample federates a ClusterRole granting everything and a
 		// binding to cluster-admin: that needs --propagate-rbac.
-		if r := runFedwarden(t, joinArgs(bed, m, m.Name, "--propagate-rbac")...); r.code != 0 {
+		if r := runFedwarden(t, joinArgs(bed.Fed, m, m.Name, "--propagate-rbac")...); r.code != 0 {
 			t.Fatalf("joining %s failed:\n%s", m.Name, r)
 		}
 	}
-	if r := runFedwarden(t, "enable", "-f", filepath.Join(kubefedExamples, "enabletypedirectives"), "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+	if r := runFedwarden(t, "enable", "-f", filepath.Join(kubefedExamples, "enabletypedirectives"), "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enabling KubeFed's types failed:\n%s", r)
 	}
 	// KubeFed's directives do not cover the sample's ClusterRoleBinding.
-	if r := runFedwarden(t, "enable", "clusterrolebindings.rbac.authorization.k8s.io", "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+	if r := runFedwarden(t, "enable", "clusterrolebindings.rbac.authorization.k8s.io", "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enabling ClusterRoleBindings failed:\n%s", r)
 	}
 	sample := filepath.Join(kubefedExamples, "sample1")
-	kubectl(t, bed.Host.Kubeconfig, "apply", "-f", filepath.Join(sample, "namespace.yaml"))
+	kubectl(t, bed.Fed.Host.Kubeconfig, "apply", "-f", filepath.Join(sample, "namespace.yaml"))
 	files, err := filepath.Glob(filepath.Join(sample, "federated*.yaml"))
 	if err != nil || len(files) != 10 {
 		t.Fatalf("want the 10 federated manifests of sample1, got %v (%v)", files, err)
 	}
 	for _, f := range files {
-		kubectl(t, bed.Host.Kubeconfig, "apply", "-f", f)
+		kubectl(t, bed.Fed.Host.Kubeconfig, "apply", "-f", f)
 	}
 
-	c1, c2 := newClient(t, bed.Members[0].Config), newClient(t, bed.Members[1].Config)
+	c1, c2 := newClient(t, bed.Fed.Members[0].Config), newClient(t, bed.Fed.Members[1].Config)
 	for _, mc := range []client.Client{c1, c2} {
 		waitFor(t, mc, &corev1.Namespace{}, "", "test-namespace")
 		for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Service{}, &corev1.ServiceAccount{}, &batchv1.Job{}, &networkingv1.Ingress{}} {
@@ -128,8 +109,8 @@ func TestKubeFedSample1(t *testing.T) {
 
 	// As in KubeFed, a namespaced resource reaches only the clusters its
 	// FederatedNamespace is placed on.
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatednamespace", "test-namespace", "--type=merge", "-p", `{"spec":{"placement":{"clusters":[{"name":"cluster1"}]}}}`)
-	eventually(t, 60*time.Second, "the namespace and its objects to leave cluster2", func(ctx context.Context) (bool, string) {
+	kubectl(t, bed.Fed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatednamespace", "test-namespace", "--type=merge", "-p", `{"spec":{"placement":{"clusters":[{"name":"cluster1"}]}}}`)
+	poll.Eventually(t, 60*time.Second, "the namespace and its objects to leave cluster2", func(ctx context.Context) (bool, string) {
 		ns := &corev1.Namespace{}
 		err := c2.Get(ctx, types.NamespacedName{Name: "test-namespace"}, ns)
 		if apierrors.IsNotFound(err) {
@@ -137,8 +118,8 @@ func TestKubeFedSample1(t *testing.T) {
 		}
 		return false, fmt.Sprintf("namespace: %v, phase %s", err, ns.Status.Phase)
 	})
-	host := newClient(t, bed.Host.Config)
-	eventually(t, 30*time.Second, "the configmap's CPV to list only cluster1", func(ctx context.Context) (bool, string) {
+	host := bed.Host
+	poll.Eventually(t, 30*time.Second, "the configmap's CPV to list only cluster1", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, "test-namespace", "configmap-test-configmap")
 		if err != nil {
 			return false, err.Error()
@@ -155,16 +136,16 @@ func TestKubeFedSample1(t *testing.T) {
 
 	// Disabling a type stops its controller at run time: edits no longer
 	// propagate, and copies stay. Enabling it again catches up.
-	if r := runFedwarden(t, "disable", "configmaps", "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+	if r := runFedwarden(t, "disable", "configmaps", "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("disable failed:\n%s", r)
 	}
-	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonPropagationDisabled)
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"changed"}}}}`)
-	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", bed.Host.Kubeconfig); r.code != 0 {
+	waitForTypeConfigState(t, host, "configmaps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonPropagationDisabled, 30*time.Second)
+	kubectl(t, bed.Fed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"changed"}}}}`)
+	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", bed.Fed.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enable failed:\n%s", r)
 	}
-	waitForTypeConfig(t, host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning)
-	eventually(t, 30*time.Second, "the edit made while disabled to reach cluster1", func(ctx context.Context) (bool, string) {
+	waitForTypeConfigState(t, host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, 30*time.Second)
+	poll.Eventually(t, 30*time.Second, "the edit made while disabled to reach cluster1", func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := c1.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, cm); err != nil {
 			return false, err.Error()
@@ -173,24 +154,10 @@ func TestKubeFedSample1(t *testing.T) {
 	})
 }
 
-// waitForTypeConfig waits until a FederatedTypeConfig's controller has the
-// status and its Established condition the reason.
-func waitForTypeConfig(t *testing.T, c client.Client, name string, want corev1beta1.ControllerStatus, reason string) {
-	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("FederatedTypeConfig %s %s (%s)", name, want, reason), func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
-			return false, err.Error()
-		}
-		cond := meta.FindStatusCondition(ftc.Status.Conditions, corev1beta1.TypeConfigEstablished)
-		return ftc.Status.PropagationController == want && cond != nil && cond.Reason == reason, fmt.Sprintf("%+v", ftc.Status)
-	})
-}
-
 // waitFor waits until the member has the object.
 func waitFor(t *testing.T, c client.Client, obj client.Object, namespace, name string) {
 	t.Helper()
-	eventually(t, 60*time.Second, fmt.Sprintf("%T %s/%s", obj, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, fmt.Sprintf("%T %s/%s", obj, namespace, name), func(ctx context.Context) (bool, string) {
 		err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, obj)
 		if err != nil {
 			return false, err.Error()

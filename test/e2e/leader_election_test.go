@@ -16,6 +16,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // leaderElectionID is the name of the controller-manager's leader-election
@@ -70,34 +71,15 @@ func leaseHolder(ctx context.Context, host client.Client) (string, error) {
 func TestLeaderElectionTakeover(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	f, err := startLocalFed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
+	bed := startBed(t, localfed.WithMembers(1), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
+	f := bed.Fed
 	host := newClient(t, f.Host.Config)
 	member := f.Members[0]
 	memberClient := newClient(t, member.Config)
 
 	var replicas [2]*controllerManager
 	for i := range replicas {
-		cm, err := startControllerManager(f, t.TempDir(), steadyProbes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		replicas[i] = cm
-		t.Cleanup(func() {
-			if err := cm.stop(); err != nil {
-				t.Error(err)
-			}
-			if t.Failed() {
-				dumpLog(cm.logPath)
-			}
-		})
+		replicas[i] = startControllerManager(t, bed, steadyProbes)
 	}
 	if r := runFedwarden(t, joinArgs(f, member, member.Name)...); r.code != 0 {
 		t.Fatalf("joining %s failed:\n%s", member.Name, r)
@@ -106,7 +88,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 
 	// Exactly one replica leads; the other waits for the Lease.
 	var leader, survivor *controllerManager
-	eventually(t, 30*time.Second, "exactly one controller-manager to be leader", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "exactly one controller-manager to be leader", func(ctx context.Context) (bool, string) {
 		first, firstSays := replicas[0].leaderStatus(ctx)
 		second, secondSays := replicas[1].leaderStatus(ctx)
 		state := fmt.Sprintf("first: %s; second: %s", firstSays, secondSays)
@@ -135,7 +117,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 	}
 	// The reconcile that wrote the CPV is counted once it returns, a moment
 	// after the write.
-	eventually(t, 30*time.Second, "the leader to count its reconciles of "+propagationController, func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the leader to count its reconciles of "+propagationController, func(context.Context) (bool, string) {
 		n, _ := leader.series(t, "controller_runtime_reconcile_total", fmt.Sprintf("controller=%q", propagationController))
 		return n > 0, fmt.Sprint(n)
 	})
@@ -154,7 +136,7 @@ func TestLeaderElectionTakeover(t *testing.T) {
 			*d = time.Since(killed)
 		}
 	}
-	eventually(t, 60*time.Second, "the surviving controller-manager to lead and propagate web-2 and web-1's new image", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, "the surviving controller-manager to lead and propagate web-2 and web-1's new image", func(ctx context.Context) (bool, string) {
 		status, says := survivor.leaderStatus(ctx)
 		leads := status == 1
 		if leads {

@@ -11,18 +11,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 // resyncPeriod is the shared test bed's --resync-period.
@@ -78,10 +74,12 @@ func run(m *testing.M) int {
 	}
 	// A short resync period, so that the steady-state tests see periodic
 	// resyncs (which must write nothing).
-	if cm, err = startControllerManager(fed, dir, steadyProbes, "--resync-period", resyncPeriod.String(), "--member-list-timeout", memberListTimeout.String()); err != nil {
+	shared, err := fedtest.StartControllerManager(fedwardenBin, fed, dir, steadyProbes.fedtest("--resync-period", resyncPeriod.String(), "--member-list-timeout", memberListTimeout.String()))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return stopFederation(1)
 	}
+	cm = &controllerManager{ControllerManager: shared, logPath: shared.LogPath, probes: steadyProbes}
 	code := m.Run()
 	// The controller-manager's Stop fails when it did not stop cleanly, or
 	// did something no test may make it do (such as dialing a member
@@ -127,15 +125,7 @@ func skipInShortMode(t *testing.T) {
 
 // dumpLog copies the tail of a log to stderr, for a failed run.
 func dumpLog(path string) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return
-	}
-	const tail = 64 << 10
-	if len(data) > tail {
-		data = data[len(data)-tail:]
-	}
-	fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", filepath.Base(path), data)
+	fmt.Fprintf(os.Stderr, "--- last lines of %s ---\n%s\n", filepath.Base(path), fedtest.Tail(path))
 }
 
 // hostClient returns a client of the host cluster that reads and writes
@@ -148,31 +138,12 @@ func hostClient(t *testing.T) client.Client {
 	return newClient(t, fed.Host.Config)
 }
 
-// newClient returns a client for cfg that knows the core Kubernetes types,
-// CRDs and the core.kubefed.io types, and any other kind as unstructured.
-func newClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	c, err := buildClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+// newClient returns a client for cfg that knows fedtest.Scheme's types,
+// and any other kind as unstructured.
+func newClient(t *testing.T, cfg *rest.Config) client.Client { return fedtest.MustClient(t, cfg) }
 
 // buildClient is newClient for code that has no test to fail.
-func buildClient(cfg *rest.Config) (client.Client, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("creating a client of %s: %w", cfg.Host, err)
-	}
-	return c, nil
-}
+func buildClient(cfg *rest.Config) (client.Client, error) { return fedtest.NewClient(cfg) }
 
 func discoveryClient(t *testing.T) *discovery.DiscoveryClient {
 	t.Helper()

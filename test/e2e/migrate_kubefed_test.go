@@ -28,6 +28,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // kubefedKinds are the kinds of KubeFed's sample1 that KubeFed propagates
@@ -104,19 +105,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 	checkHandedOver(t, host)
 	checkKubeFedReplicas(t, host, 0)
 
-	cm, err := startControllerManager(bed, dir, steadyProbes, plan.ControllerManagerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmRunning := true
-	t.Cleanup(func() {
-		if cmRunning {
-			_ = cm.stop()
-		}
-		if t.Failed() {
-			dumpLog(cm.logPath)
-		}
-	})
+	cm := adoptingControllerManager(t, bed, dir, plan.ControllerManagerArgs)
 	waitForAdoption(t, host, false)
 	if diff := fingerprintDiff(copiesBefore, memberFingerprints(t, members)); diff != "" {
 		t.Errorf("adopting KubeFed's copies wrote to the members: %s", diff)
@@ -132,24 +121,12 @@ func TestMigrateFromKubeFed(t *testing.T) {
 	}
 
 	// A template change propagates through Fedwarden.
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
-		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
-	for i, m := range members {
-		mc := newClient(t, m)
-		eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
-			d := &appsv1.Deployment{}
-			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
-				return false, err.Error()
-			}
-			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
-		})
-	}
+	changeTemplate(t, bed, members)
 
 	// Rollback: Fedwarden stops, KubeFed comes back and drives.
 	if err := cm.stop(); err != nil {
 		t.Error(err)
 	}
-	cmRunning = false
 	checkRollbackDryRun(t, bed, digest)
 	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
 	if r.code != 0 {
@@ -161,7 +138,7 @@ func TestMigrateFromKubeFed(t *testing.T) {
 	k.startKubeFed(t)
 	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"from kubefed"}}}}`)
 	mc := newClient(t, members[0])
-	eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
 		c := &corev1.ConfigMap{}
 		if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, c); err != nil {
 			return false, err.Error()
@@ -218,7 +195,7 @@ func waitForCopies(t *testing.T, members []*rest.Config, what string) {
 	t.Helper()
 	for i, m := range members {
 		dyn := dynamicClient(t, m)
-		eventually(t, 2*time.Minute, fmt.Sprintf("%s (cluster%d)", what, i+1), func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 2*time.Minute, fmt.Sprintf("%s (cluster%d)", what, i+1), func(ctx context.Context) (bool, string) {
 			for _, c := range sampleCopies() {
 				if _, err := copyResource(dyn, c).Get(ctx, c.name, metav1.GetOptions{}); err != nil {
 					return false, err.Error()
@@ -491,7 +468,7 @@ func waitForAdoption(t *testing.T, c client.Client, states bool) {
 	t.Helper()
 	for _, ref := range sampleCopies() {
 		ns, name, _ := strings.Cut(ref.cpv, "/")
-		eventually(t, 2*time.Minute, "CPV "+ref.cpv+" to record both members", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 2*time.Minute, "CPV "+ref.cpv+" to record both members", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, c, ns, name)
 			if err != nil {
 				return false, err.Error()
@@ -586,15 +563,7 @@ func startKubeFedBed(t *testing.T) *kubefedBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bed, err := startLocalFed(t, localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
+	bed := startBed(t, localfed.WithoutCRDs(), localfed.WithMemberNames("cluster1", "cluster2")).Fed
 	tokens, err := fedtest.KubeFedSetup(t.Context(), binDir, bed, kubefedKinds...)
 	if err != nil {
 		t.Fatal(err)
@@ -629,5 +598,23 @@ func (k *kubefedBed) stopKubeFed() {
 	if k.kf != nil {
 		k.kf.Stop()
 		k.kf = nil
+	}
+}
+
+// changeTemplate changes the template of sample1's FederatedDeployment and
+// waits until the change reaches both members, through Fedwarden.
+func changeTemplate(t *testing.T, bed *localfed.Federation, members []*rest.Config) {
+	t.Helper()
+	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
+		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
+	for i, m := range members {
+		mc := newClient(t, m)
+		poll.Eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
+			d := &appsv1.Deployment{}
+			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
+				return false, err.Error()
+			}
+			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
+		})
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +22,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/migrate"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // kubefedServiceAccount is the member identity fedtest gives KubeFed: a
@@ -89,19 +89,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 		t.Errorf("the migration changed KubeFed's Secrets: %s", diff)
 	}
 
-	cm, err := startControllerManager(bed, dir, steadyProbes, plan.ControllerManagerArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmRunning := true
-	t.Cleanup(func() {
-		if cmRunning {
-			_ = cm.stop()
-		}
-		if t.Failed() {
-			dumpLog(cm.logPath)
-		}
-	})
+	cm := adoptingControllerManager(t, bed, dir, plan.ControllerManagerArgs)
 	waitForAdoption(t, host, false)
 	if diff := fingerprintDiff(copiesBefore, memberFingerprints(t, members)); diff != "" {
 		t.Errorf("adopting KubeFed's copies wrote to the members: %s", diff)
@@ -114,18 +102,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	for _, m := range bed.Members {
 		kubectl(t, m.Kubeconfig, "delete", "clusterrolebinding", "kubefed-test")
 	}
-	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federateddeployment", "test-deployment", "--type=merge",
-		"-p", `{"spec":{"template":{"metadata":{"labels":{"app":"nginx","tier":"web"}}}}}`)
-	for i, m := range members {
-		mc := newClient(t, m)
-		eventually(t, time.Minute, fmt.Sprintf("the template change to reach cluster%d", i+1), func(ctx context.Context) (bool, string) {
-			d := &appsv1.Deployment{}
-			if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-deployment"}, d); err != nil {
-				return false, err.Error()
-			}
-			return d.Labels["tier"] == "web", fmt.Sprint(d.Labels)
-		})
-	}
+	changeTemplate(t, bed, members)
 	for _, m := range bed.Members {
 		kubectl(t, m.Kubeconfig, "create", "clusterrolebinding", "kubefed-test", "--clusterrole", "cluster-admin", "--serviceaccount", "kube-system:kubefed-test")
 	}
@@ -134,7 +111,6 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	if err := cm.stop(); err != nil {
 		t.Error(err)
 	}
-	cmRunning = false
 	r = runFedwarden(t, "migrate", "kubefed", "--rollback", "--state-digest", digest, "--host-kubeconfig", bed.Host.Kubeconfig)
 	if r.code != 0 {
 		t.Fatalf("the rollback failed:\n%s", r)
@@ -158,7 +134,7 @@ func TestMigrateFromKubeFedRejoin(t *testing.T) {
 	kubectl(t, bed.Host.Kubeconfig, "-n", "test-namespace", "patch", "federatedconfigmap", "test-configmap", "--type=merge", "-p", `{"spec":{"template":{"data":{"A":"from kubefed"}}}}`)
 	// sample1 overrides cluster2's data: the change shows in cluster1.
 	mc := newClient(t, members[0])
-	eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute, "KubeFed, back, to propagate a template change to cluster1", func(ctx context.Context) (bool, string) {
 		c := &corev1.ConfigMap{}
 		if err := mc.Get(ctx, types.NamespacedName{Namespace: "test-namespace", Name: "test-configmap"}, c); err != nil {
 			return false, err.Error()

@@ -21,6 +21,8 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // nsBed is a test bed of its own for the tests that federate namespaces:
@@ -28,6 +30,7 @@ import (
 // their clusters. ConfigMaps are enabled; namespaces only when a test says.
 type nsBed struct {
 	*localfed.Federation
+	bed     *fedtest.Bed
 	host    client.Client
 	members map[string]client.Client
 	cm      *controllerManager
@@ -39,23 +42,8 @@ type nsBed struct {
 // ConfigMaps with the CLI.
 func startNamespaceBed(t *testing.T, members int) *nsBed {
 	t.Helper()
-	f, err := startLocalFed(t, localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "namespace-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	bed := &nsBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}}
-	bed.startControllerManager(t)
-	for _, m := range f.Members {
-		bed.members[m.Name] = newClient(t, m.Config)
-		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.Name, r)
-		}
-	}
+	fb, cm := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(members), localfed.WithControllers("serviceaccount-controller", "namespace-controller")}}, steadyProbes)
+	bed := &nsBed{Federation: fb.Fed, bed: fb, host: fb.Host, members: fb.Members, cm: cm}
 	bed.enable(t, "configmaps")
 	return bed
 }
@@ -64,19 +52,7 @@ func startNamespaceBed(t *testing.T, members int) *nsBed {
 // when the test ends.
 func (b *nsBed) startControllerManager(t *testing.T) {
 	t.Helper()
-	manager, err := startControllerManager(b.Federation, t.TempDir(), steadyProbes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.cm = manager
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
+	b.cm = startControllerManager(t, b.bed, steadyProbes)
 }
 
 // enable runs `fedwarden enable resource` and waits until its propagation
@@ -86,21 +62,7 @@ func (b *nsBed) enable(t *testing.T, resource string) {
 	if r := runFedwarden(t, "enable", resource, "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enabling %s failed:\n%s", resource, r)
 	}
-	waitForRunning(t, b.host, resource)
-}
-
-// waitForRunning waits until the FederatedTypeConfig name reports that its
-// propagation controller runs.
-func waitForRunning(t *testing.T, c client.Client, name string) {
-	t.Helper()
-	eventually(t, time.Minute+loadSlack, "FederatedTypeConfig "+name+" to be Running", func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
-			return false, err.Error()
-		}
-		cond := meta.FindStatusCondition(ftc.Status.Conditions, corev1beta1.TypeConfigEstablished)
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning && cond != nil && cond.Reason == corev1beta1.ReasonControllerRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
+	waitForTypeConfigState(t, b.host, resource, corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, time.Minute+loadSlack)
 }
 
 // hostNamespace creates a namespace of the host.
@@ -163,7 +125,7 @@ func statusOf(ctx context.Context, c client.Client, kind, namespace, name string
 func waitForConditionOf(t *testing.T, c client.Client, kind, namespace, name, typ string, status metav1.ConditionStatus, reason string, parts ...string) string {
 	t.Helper()
 	var msg string
-	eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s %s/%s: %s=%s (%s) saying %q", kind, namespace, name, typ, status, reason, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s %s/%s: %s=%s (%s) saying %q", kind, namespace, name, typ, status, reason, parts), func(ctx context.Context) (bool, string) {
 		obj, st, err := statusOf(ctx, c, kind, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -184,7 +146,7 @@ func waitForConditionOf(t *testing.T, c client.Client, kind, namespace, name, ty
 func (b *nsBed) configMapUID(t *testing.T, member, namespace, name string) types.UID {
 	t.Helper()
 	var uid types.UID
-	eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s's ConfigMap %s/%s", member, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s's ConfigMap %s/%s", member, namespace, name), func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := b.members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, cm); err != nil {
 			return false, err.Error()
@@ -211,7 +173,7 @@ func (b *nsBed) checkConfigMap(t *testing.T, member, namespace, name string, uid
 // waitForNoConfigMap waits until the member has no ConfigMap of that name.
 func (b *nsBed) waitForNoConfigMap(t *testing.T, member, namespace, name string) {
 	t.Helper()
-	eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s's ConfigMap %s/%s to be deleted", member, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second+loadSlack, fmt.Sprintf("%s's ConfigMap %s/%s to be deleted", member, namespace, name), func(ctx context.Context) (bool, string) {
 		err := b.members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &corev1.ConfigMap{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -232,7 +194,7 @@ func (b *nsBed) resyncAndWait(t *testing.T, namespace, name string) {
 	if err := b.host.Patch(t.Context(), obj, client.Merge); err != nil {
 		t.Fatalf("annotating FederatedConfigMap %s/%s: %v", namespace, name, err)
 	}
-	eventually(t, 45*time.Second+loadSlack, "the resync of "+name+" to be done", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second+loadSlack, "the resync of "+name+" to be done", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, b.host, namespace, "configmap-"+name)
 		if err != nil {
 			return false, err.Error()
@@ -260,7 +222,7 @@ func (cm *controllerManager) waitForIdle(t *testing.T, reconciles float64, types
 		since   time.Time
 		scrapes int
 	)
-	eventually(t, 2*time.Minute+loadSlack, fmt.Sprintf("the propagation controllers of %v to be idle for %s", types, steadyFor), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute+loadSlack, fmt.Sprintf("the propagation controllers of %v to be idle for %s", types, steadyFor), func(ctx context.Context) (bool, string) {
 		var done, depth, active float64
 		var states []string
 		for _, typ := range types {

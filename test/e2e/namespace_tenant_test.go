@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // createPastAdmission creates obj, a FederatedNamespace that breaks a rule
@@ -37,7 +38,7 @@ func (b *nsBed) createPastAdmission(t *testing.T, obj *unstructured.Unstructured
 	if dropped := b.dropTypesPolicyBindings(t); dropped == 0 {
 		t.Fatalf("no ValidatingAdmissionPolicy of types.kubefed.io is bound, yet the create was refused: %v", err)
 	}
-	eventually(t, 30*time.Second+loadSlack, "the create to pass admission without the policies", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second+loadSlack, "the create to pass admission without the policies", func(ctx context.Context) (bool, string) {
 		err := b.host.Create(ctx, obj.DeepCopy())
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
@@ -172,7 +173,7 @@ func TestATenantCannotReachANamespaceNotTheirs(t *testing.T) {
 	}
 	// ... and deleting it releases the namespace, with its data.
 	bed.deleteFederatedNamespace(t, "payroll", "payroll")
-	eventually(t, 30*time.Second+loadSlack, "the member's payroll to be released", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second+loadSlack, "the member's payroll to be released", func(ctx context.Context) (bool, string) {
 		ns := &corev1.Namespace{}
 		if err := mc.Get(ctx, types.NamespacedName{Name: "payroll"}, ns); err != nil {
 			return false, err.Error()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/leakscan"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // noSecretLeaves names the check that runs after every test of the
@@ -122,7 +123,7 @@ func TestNoSecretLeavesScanSeesAPlantedSecret(t *testing.T) {
 		Reason:         "Planted", Type: corev1.EventTypeNormal,
 		Message: "a secret value planted for the leak scan to find: " + canary,
 	})
-	eventually(t, time.Minute, "the leak scan to see the Secret and the Event", func(context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "the leak scan to see the Secret and the Event", func(context.Context) (bool, string) {
 		return leaks.Sees(canary), "not seen"
 	})
 }
@@ -151,7 +152,7 @@ func TestAMembersRefusalQuotingASecretLeavesNoValue(t *testing.T) {
 	// The first member's warning reached the controller-manager's log,
 	// withheld (it quotes a part of the value), where checkNoSecretLeaves
 	// looks for the value too.
-	eventually(t, 30*time.Second, "the controller-manager to log the member's warning", func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the controller-manager to log the member's warning", func(context.Context) (bool, string) {
 		data, err := os.ReadFile(cm.logPath)
 		return err == nil && slices.ContainsFunc(strings.Split(string(data), "\n"), func(line string) bool {
 			return strings.Contains(line, `"namespace":"`+ns+`"`) && strings.Contains(line, "Warning: a warning of the member's admission, withheld")
@@ -206,7 +207,7 @@ func checkRefusalQuotingASecret(t *testing.T, host client.Client, okConfig *rest
 	// The member enforces a policy a moment after it is stored; a dry run
 	// shows it quotes the value (as the policy sees it: decoded, or base64
 	// if CEL sees the bytes as a string), which Fedwarden must not record.
-	eventually(t, 30*time.Second, "the member's policy to refuse a Secret quoting its value", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the member's policy to refuse a Secret quoting its value", func(ctx context.Context) (bool, string) {
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Data: map[string][]byte{"password": []byte(password)}}
 		err := refuserClient.Create(ctx, probe, client.DryRunAll)
 		return err != nil && (strings.Contains(err.Error(), password) || strings.Contains(err.Error(), b64)), fmt.Sprint(err)
@@ -218,7 +219,7 @@ func checkRefusalQuotingASecret(t *testing.T, host client.Client, okConfig *rest
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the other member's policy to warn", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the other member's policy to warn", func(ctx context.Context) (bool, string) {
 		probe := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"}, Data: map[string][]byte{"password": []byte(password)}}
 		err := warned.Create(ctx, probe, client.DryRunAll)
 		return err == nil && warnings.seen("e2e-password-warn-"+ns), fmt.Sprint(err)
@@ -318,7 +319,7 @@ func checkPullRefusalQuotingASecret(t *testing.T, b *pullBed, ns string) {
 	if err := b.host.Delete(t.Context(), obj); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settleWithin, "the FederatedSecret to be deleted", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, "the FederatedSecret to be deleted", func(ctx context.Context) (bool, string) {
 		err := b.host.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, obj)
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

@@ -18,6 +18,8 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/notify"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // cloudEventReceiver is a webhook on 127.0.0.1 that keeps the CloudEvents
@@ -78,7 +80,7 @@ func (w *webhook) Close() { _ = w.server.Close() }
 func (r *cloudEventReceiver) waitFor(t *testing.T, kind notify.Kind, namespace, name string) receivedEvent {
 	t.Helper()
 	var got receivedEvent
-	eventually(t, 30*time.Second, fmt.Sprintf("a %s event about %s/%s", kind, namespace, name), func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("a %s event about %s/%s", kind, namespace, name), func(context.Context) (bool, string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var seen []string
@@ -112,37 +114,14 @@ func newHungSink(t *testing.T) *webhook {
 func TestDriftNotifications(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithMembers(1))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
 	receiver, hung := newCloudEventReceiver(t), newHungSink(t)
-	manager, err := startControllerManager(bed, t.TempDir(), steadyProbes,
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(1)}}, steadyProbes,
 		"--notify-webhook", receiver.URL+"/hook kind=Deployment",
 		"--notify-webhook", hung.URL+"/hook",
 		"--notify-queue-size", "1", "--notify-timeout", "10m", "--notify-attempts", "2",
 		"--console-url", "https://127.0.0.1:9/console")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
-	m := bed.Members[0]
-	if r := runFedwarden(t, joinArgs(bed, m, m.Name)...); r.code != 0 {
-		t.Fatalf("joining %s failed:\n%s", m.Name, r)
-	}
-	host, member := newClient(t, bed.Host.Config), newClient(t, m.Config)
+	m := bed.Fed.Members[0]
+	host, member := bed.Host, bed.Members[m.Name]
 	enableDeploymentsIn(t, host)
 	ns := testNamespace(t, host)
 	createObject(t, host, newFederatedDeployment(t, ns, "web", 0, placedOn(m.Name)))
@@ -200,7 +179,7 @@ func checkDriftEvent(t *testing.T, e receivedEvent, cluster string, remediation 
 // waitForImage waits until the member's Deployment has image.
 func waitForImage(t *testing.T, member client.Client, namespace, name, image string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("the image of %s/%s to be %s", namespace, name, image), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("the image of %s/%s to be %s", namespace, name, image), func(ctx context.Context) (bool, string) {
 		img, err := memberImage(ctx, member, namespace, name)
 		return err == nil && img == image, fmt.Sprint(img, err)
 	})
@@ -210,7 +189,7 @@ func waitForImage(t *testing.T, member client.Client, namespace, name, image str
 // labels, is at least 1.
 func waitForCount(t *testing.T, cm *controllerManager, name string, labels ...string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("%s%v to count", name, labels), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("%s%v to count", name, labels), func(ctx context.Context) (bool, string) {
 		v, _, err := cm.Sum(ctx, name, labels...)
 		return err == nil && v >= 1, fmt.Sprint(v, err)
 	})

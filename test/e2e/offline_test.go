@@ -11,6 +11,8 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // A member that dies goes Offline after the failure threshold while the
@@ -21,36 +23,11 @@ import (
 func TestMemberOfflineAndBack(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	bed, err := startLocalFed(t, localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := bed.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
 	// This test needs quick Offline detection, and chooses the settings.
 	probes := quickProbes
-	manager, err := startControllerManager(bed, t.TempDir(), probes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
-	for _, m := range bed.Members {
-		if r := runFedwarden(t, joinArgs(bed, m, m.Name)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.Name, r)
-		}
-	}
-	host := newClient(t, bed.Host.Config)
-	down, up := bed.Members[0], bed.Members[1]
+	bed, manager := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(2), localfed.WithControllers(fedtest.JoinControllers...)}}, probes)
+	host := bed.Host
+	down, up := bed.Fed.Members[0], bed.Fed.Members[1]
 
 	failedBefore := manager.failedProbes(t, down.Name)
 	killing := time.Now()
@@ -78,7 +55,7 @@ func TestMemberOfflineAndBack(t *testing.T) {
 		t.Errorf("%s: Ready = %+v (%v) while %s is down", up.Name, got, err, down.Name)
 	}
 
-	if err := restartCluster(t, down); err != nil {
+	if err := fedtest.RestartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForCondition(t, host, down.Name, corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, probes.probesWithin(1))
@@ -87,7 +64,7 @@ func TestMemberOfflineAndBack(t *testing.T) {
 	if err := down.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	r := runFedwarden(t, unjoinArgs(bed, down, down.Name, "--timeout", "5s")...)
+	r := runFedwarden(t, unjoinArgs(bed.Fed, down, down.Name, "--timeout", "5s")...)
 	if r.code != 3 {
 		t.Fatalf("unjoin with the member down: want exit code 3, got:\n%s", r)
 	}
@@ -101,14 +78,14 @@ func TestMemberOfflineAndBack(t *testing.T) {
 			t.Errorf("unjoin with the member down left %s on the host", key)
 		}
 	}
-	if err := restartCluster(t, down); err != nil {
+	if err := fedtest.RestartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
-	if r := runFedwarden(t, unjoinArgs(bed, down, down.Name)...); r.code != 0 {
+	if r := runFedwarden(t, unjoinArgs(bed.Fed, down, down.Name)...); r.code != 0 {
 		t.Fatalf("unjoin with the member back failed:\n%s", r)
 	}
 	member := newClient(t, down.Config)
-	eventually(t, 30*time.Second, "the member side to be removed", func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the member side to be removed", func(context.Context) (bool, string) {
 		for key, rv := range resourceVersions(t, member, memberObjects(down.Name)) {
 			if rv != "absent" {
 				return false, key + " is still there"

@@ -16,7 +16,7 @@ import (
 // after the test's own cleanups (such as its unjoin), which run first.
 func ownMember(t *testing.T, name string) *localfed.Cluster {
 	t.Helper()
-	done, err := startSlot(t.Context())
+	done, err := fedtest.StartSlot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestKubectlColumns asks the host for tables, as `kubectl get` does, and
@@ -45,7 +47,7 @@ spec:
 		t.Fatal(err)
 	}
 	waitForCPV(t, c, ns, "deployment-web", "1", "1", m1, m2)
-	eventually(t, 30*time.Second, "the FederatedDeployment's status", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the FederatedDeployment's status", func(ctx context.Context) (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(fd), fd); err != nil {
 			return false, err.Error()
 		}

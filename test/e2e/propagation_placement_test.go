@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // newFederatedDeployment returns a FederatedDeployment of nginx:1.27 with
@@ -106,7 +107,7 @@ type clusterOutcome struct{ reason, message string }
 // their reasons and, when given, a message containing want's message.
 func waitForFederatedStatus(t *testing.T, c client.Client, namespace, name string, status metav1.ConditionStatus, reason string, want map[string]clusterOutcome) {
 	t.Helper()
-	eventually(t, settleWithin, fmt.Sprintf("FederatedDeployment %s/%s: Propagated=%s (%s) with clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("FederatedDeployment %s/%s: Propagated=%s (%s) with clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
 		obj, st, err := federatedStatus(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -132,7 +133,7 @@ func waitForFederatedStatus(t *testing.T, c client.Client, namespace, name strin
 func waitForCPVState(t *testing.T, c client.Client, namespace, name string, want map[string]typesv1beta1.DriftState) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s with states %v", namespace, name, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s with states %v", namespace, name, want), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, name); err != nil {
 			return false, err.Error()
@@ -159,7 +160,7 @@ func memberClient(t *testing.T, i int) client.Client {
 // waitForAbsent waits until obj is gone from the cluster c talks to.
 func waitForAbsent(t *testing.T, c client.Client, obj client.Object, where string, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("%T %s to be gone from %s", obj, client.ObjectKeyFromObject(obj), where), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, timeout, fmt.Sprintf("%T %s to be gone from %s", obj, client.ObjectKeyFromObject(obj), where), func(ctx context.Context) (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		if apierrors.IsNotFound(err) {
 			return true, ""
@@ -191,7 +192,7 @@ func settled(d *appsv1.Deployment) bool {
 func waitForSettled(t *testing.T, c client.Client, where, namespace, name string) *appsv1.Deployment {
 	t.Helper()
 	d := &appsv1.Deployment{}
-	eventually(t, settleWithin, fmt.Sprintf("Deployment %s/%s in %s to settle", namespace, name, where), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("Deployment %s/%s in %s to settle", namespace, name, where), func(ctx context.Context) (bool, string) {
 		if err := c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
 		}
@@ -506,7 +507,7 @@ func TestStatusCollection(t *testing.T) {
   - clusterName: `+m2+`
     clusterOverrides: [{path: /spec/replicas, value: 3}]`))
 	want := map[string]int64{m1: 2, m2: 3}
-	eventually(t, 60*time.Second, fmt.Sprintf("remoteStatus with replicas and updatedReplicas %v", want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, fmt.Sprintf("remoteStatus with replicas and updatedReplicas %v", want), func(ctx context.Context) (bool, string) {
 		_, st, err := federatedStatus(ctx, host, ns, "web")
 		if err != nil {
 			return false, err.Error()

@@ -19,6 +19,8 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // deploymentsTypeConfig is the FederatedTypeConfig of Deployments that
@@ -42,6 +44,7 @@ const propagationController = "propagation-deployments.apps"
 // controller-manager or stop a member.
 type restartBed struct {
 	*localfed.Federation
+	bed  *fedtest.Bed
 	host client.Client
 	cm   *controllerManager
 }
@@ -49,25 +52,12 @@ type restartBed struct {
 // startRestartBed starts a host and two members, a controller-manager,
 // joins both members and enables Deployments. The members run no
 // deployment controller: only Fedwarden writes their Deployments, so a
-// resourceVersion that moves is a Fedwarden write.
+// resourceVersion that moves is a Fedwarden write. The bed's tests stop a
+// member and wait until it is not Ready: it probes with quickProbes.
 func startRestartBed(t *testing.T) *restartBed {
 	t.Helper()
-	f, err := startLocalFed(t, localfed.WithMembers(2), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	bed := &restartBed{Federation: f, host: newClient(t, f.Host.Config)}
-	bed.startControllerManager(t)
-	for _, m := range f.Members {
-		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.Name, r)
-		}
-	}
+	fb, cm := startJoinedBed(t, fedtest.Options{Federation: []localfed.Option{localfed.WithMembers(2), localfed.WithControllers(fedtest.JoinControllers...)}}, quickProbes)
+	bed := &restartBed{Federation: fb.Fed, bed: fb, host: fb.Host, cm: cm}
 	enableDeploymentsIn(t, bed.host)
 	return bed
 }
@@ -77,7 +67,7 @@ func startRestartBed(t *testing.T) *restartBed {
 func enableDeploymentsIn(t *testing.T, host client.Client) {
 	t.Helper()
 	createObject(t, host, decode(t, deploymentsTypeConfig))
-	eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
 			return false, err.Error()
@@ -87,23 +77,10 @@ func enableDeploymentsIn(t *testing.T, host client.Client) {
 }
 
 // startControllerManager starts a controller-manager on the bed, stopped
-// when the test ends. The bed's tests stop a member and wait until it is
-// not Ready: it probes with quickProbes.
+// when the test ends, probing with quickProbes.
 func (b *restartBed) startControllerManager(t *testing.T) {
 	t.Helper()
-	manager, err := startControllerManager(b.Federation, t.TempDir(), quickProbes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.cm = manager
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
+	b.cm = startControllerManager(t, b.bed, quickProbes)
 }
 
 // memberVersions returns the resourceVersion of every Deployment of
@@ -176,7 +153,7 @@ func onlyBoth(changed []string, name string) bool {
 // and InSync on every member.
 func (b *restartBed) waitForAllInSync(t *testing.T, namespace string, names []string, templateVersion string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, fmt.Sprintf("%d CPVs in sync at template version %s on both members", len(names), templateVersion), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("%d CPVs in sync at template version %s on both members", len(names), templateVersion), func(ctx context.Context) (bool, string) {
 		var list typesv1beta1.ClusterPropagatedVersionList
 		if err := b.host.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 			return false, err.Error()
@@ -241,7 +218,7 @@ func (cm *controllerManager) waitForSteady(t *testing.T, reconciles float64) {
 		since   time.Time
 		scrapes int
 	)
-	eventually(t, 2*time.Minute, fmt.Sprintf("the propagation controller to be idle for %s", steadyFor), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 2*time.Minute, fmt.Sprintf("the propagation controller to be idle for %s", steadyFor), func(ctx context.Context) (bool, string) {
 		done, _, err := cm.sum(ctx, "controller_runtime_reconcile_total", ctrl)
 		if err != nil {
 			return false, err.Error() // not serving yet
@@ -369,7 +346,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	}
 	waitForCondition(t, bed.host, m1, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, bed.cm.probes.failedWithin())
 	patchFederated(t, bed.host, ns, changedName, setImage(t, "nginx:1.29"))
-	eventually(t, 30*time.Second, fmt.Sprintf("%s Unreachable at template version 2 and %s InSync at 3", m1, m2), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("%s Unreachable at template version 2 and %s InSync at 3", m1, m2), func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, bed.host, ns, "deployment-"+changedName)
 		if err != nil {
 			return false, err.Error()
@@ -388,7 +365,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	})
 
 	// Back: member-1 gets the change, and nothing else.
-	if err := restartCluster(t, down); err != nil {
+	if err := fedtest.RestartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForCPV(t, bed.host, ns, "deployment-"+changedName, "3", "1", m1, m2)
@@ -426,7 +403,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 	if err := bed.host.Delete(t.Context(), fresh); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the deletion to say it waits for "+m1, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the deletion to say it waits for "+m1, func(ctx context.Context) (bool, string) {
 		if err := bed.host.Get(ctx, client.ObjectKeyFromObject(fresh), fresh); err != nil {
 			return false, err.Error()
 		}
@@ -439,7 +416,7 @@ func TestRestartAndOfflineWriteOnlyWhatChanged(t *testing.T) {
 		}
 		return false, fmt.Sprint(conds)
 	})
-	if err := restartCluster(t, down); err != nil {
+	if err := fedtest.RestartCluster(t, down); err != nil {
 		t.Fatal(err)
 	}
 	waitForAbsent(t, bed.host, fresh, "the host", 60*time.Second)

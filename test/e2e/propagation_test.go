@@ -22,6 +22,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // deploymentsEnabled creates the FederatedTypeConfig of Deployments, in
@@ -55,7 +56,7 @@ func enableDeployments(t *testing.T) {
 		t.Fatalf("enabling Deployments in the shared test bed: %v", err)
 	}
 	host := hostClient(t)
-	eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := host.Get(ctx, types.NamespacedName{Name: "deployments.apps"}, ftc); err != nil {
 			return false, err.Error()
@@ -75,7 +76,7 @@ func cpvOf(ctx context.Context, c client.Client, namespace, name string) (*types
 func waitForCPV(t *testing.T, c client.Client, namespace, name, templateVersion, overrideVersion string, clusters ...string) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s at %s/%s in sync on %v", namespace, name, templateVersion, overrideVersion, clusters), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleWithin, fmt.Sprintf("CPV %s/%s at %s/%s in sync on %v", namespace, name, templateVersion, overrideVersion, clusters), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, name); err != nil {
 			return false, err.Error()

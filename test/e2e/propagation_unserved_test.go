@@ -8,6 +8,7 @@ import (
 	"time"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // A kind the host serves but a member does not (its CRD is installed only on
@@ -40,7 +41,7 @@ spec:
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = host.Delete(context.Background(), crd) })
-	eventually(t, 30*time.Second, "the Widget CRD to be served", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the Widget CRD to be served", func(ctx context.Context) (bool, string) {
 		r := runFedwarden(t, "enable", "widgets.example.com", "--host-kubeconfig", fed.Host.Kubeconfig)
 		return r.code == 0, r.String()
 	})
@@ -64,7 +65,7 @@ spec:
 	start := time.Now()
 	// At once: well before the list of widgets in the member, which never
 	// comes, times out.
-	eventually(t, memberListTimeout/2, "the member's refusal in the CPV", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, memberListTimeout/2, "the member's refusal in the CPV", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, host, ns, "widget-gadget")
 		if err != nil {
 			return false, err.Error()

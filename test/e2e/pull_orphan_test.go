@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // gitopsFinalizer stands for the finalizer a GitOps tool adds to what it
@@ -60,7 +61,7 @@ func TestADeletedResourceNeverDeletesAnotherResourcesOrphanedCopy(t *testing.T) 
 		t.Cleanup(func() { releaseFinalizer(t, b.host, later) })
 		// The host has synced it: the sync finalizer, and a CPV of its own
 		// that places it nowhere.
-		eventually(t, 60*time.Second, "the new resource synced, with a CPV of its own", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 60*time.Second, "the new resource synced, with a CPV of its own", func(ctx context.Context) (bool, string) {
 			if err := b.host.Get(ctx, client.ObjectKeyFromObject(later), later); err != nil {
 				return false, err.Error()
 			}
@@ -75,7 +76,7 @@ func TestADeletedResourceNeverDeletesAnotherResourcesOrphanedCopy(t *testing.T) 
 		if err := b.host.Delete(t.Context(), later); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 60*time.Second, "the host done with the deletion (its finalizer removed)", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 60*time.Second, "the host done with the deletion (its finalizer removed)", func(ctx context.Context) (bool, string) {
 			if err := b.host.Get(ctx, client.ObjectKeyFromObject(later), later); err != nil {
 				return false, err.Error()
 			}
@@ -105,7 +106,7 @@ func TestADeletedResourceNeverDeletesAnotherResourcesOrphanedCopy(t *testing.T) 
 		taker := newFederatedDeployment(t, ns, name, 1, placedOn(b.push.Name, b.pull.Name))
 		createObject(t, b.host, taker)
 		waitForCPV(t, b.host, ns, cpvName, "1", "1", b.pull.Name, b.push.Name)
-		eventually(t, 60*time.Second, "the copies stamped with the new resource's UID", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 60*time.Second, "the copies stamped with the new resource's UID", func(ctx context.Context) (bool, string) {
 			stamps := ownerStamps(ctx, members, ns, name)
 			return stamps[b.push.Name] == string(taker.GetUID()) && stamps[b.pull.Name] == string(taker.GetUID()), fmt.Sprintf("stamps %v, want %s", stamps, taker.GetUID())
 		})

@@ -26,6 +26,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // applyPullSample applies KubeFed's sample1 FederatedDeployment with
@@ -68,7 +69,7 @@ func cpvLabelsAndRemovals(cpv *typesv1beta1.ClusterPropagatedVersion) (labelled,
 // is pending.
 func waitForEntries(t *testing.T, c client.Client, namespace, name string, clusters ...string) {
 	t.Helper()
-	eventually(t, 60*time.Second, fmt.Sprintf("CPV %s/%s with entries, labels and spec.clusters %v and no removal", namespace, name, clusters), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, fmt.Sprintf("CPV %s/%s with entries, labels and spec.clusters %v and no removal", namespace, name, clusters), func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -117,7 +118,7 @@ func TestPullAgentDeletesOnlyOnTheHostsInstruction(t *testing.T) {
 
 	applyPullSample(t, b, ns)
 	cpv := waitForCPV(t, b.host, ns, cpvName, "1", "1", b.pull.Name, b.push.Name)
-	eventually(t, 30*time.Second, "the sample's cluster2 Deployment in the Pull member", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the sample's cluster2 Deployment in the Pull member", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := pullMember.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -297,7 +298,7 @@ func TestTheAgentStaysInItsLane(t *testing.T) {
 
 	t.Run("once told to remove its copy, it may only remove its entry", func(t *testing.T) {
 		setPlacement(t, b.host, ns, "placed", b.push.Name)
-		eventually(t, 30*time.Second, "the host to tell "+pull+" to remove its copy", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the host to tell "+pull+" to remove its copy", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, b.host, ns, "deployment-placed")
 			if err != nil {
 				return false, err.Error()

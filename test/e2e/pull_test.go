@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -27,6 +26,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/registration"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // Lease settings of the pull bed's agent: an agent that stops is noticed
@@ -43,15 +43,12 @@ const (
 // applied (in the member), writes there.
 type pullBed struct {
 	*localfed.Federation
+	bed        *fedtest.Bed
 	host       client.Client
 	push, pull *localfed.Cluster
-	// agentArgs start an agent; agentHost is its kubeconfig of the host.
-	agentArgs []string
+	// agentHost is the agent's kubeconfig of the host.
 	agentHost string
 	agent     *fedtest.ControllerManager
-	dir       string
-	// t is the test the bed belongs to: what it starts ends with it.
-	t *testing.T
 }
 
 // startPullBed starts the bed, joins both members, enables Deployments and
@@ -59,73 +56,25 @@ type pullBed struct {
 // resourceVersion that moves is a Fedwarden write.
 func startPullBed(t *testing.T) *pullBed {
 	t.Helper()
-	f, err := startLocalFed(t, localfed.WithMemberNames("push-1", "pull-1"),
-		localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	b := &pullBed{Federation: f, host: newClient(t, f.Host.Config), push: f.Members[0], pull: f.Members[1], dir: t.TempDir(), t: t}
 	// No leader election: the host is stopped for 30 s, longer than a
 	// leader may go without renewing.
-	cm, err := startControllerManager(f, b.dir, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := cm.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(cm.logPath)
-		}
-	})
-	if r := runFedwarden(t, joinArgs(f, b.push, b.push.Name)...); r.code != 0 {
-		t.Fatalf("joining %s failed:\n%s", b.push.Name, r)
-	}
-	b.agentHost = filepath.Join(b.dir, "agent-host.kubeconfig")
-	r := runFedwarden(t, joinArgs(f, b.pull, b.pull.Name, "--sync-mode", "Pull", "--agent-kubeconfig", b.agentHost, "--wait=false")...)
-	if r.code != 0 {
-		t.Fatalf("joining %s in Pull mode failed:\n%s", b.pull.Name, r)
-	}
-	b.agentArgs = []string{"--cluster-name", b.pull.Name, "--host-kubeconfig", b.agentHost, "--kubeconfig", b.agentMemberKubeconfig(t),
-		"--lease-duration", pullLeaseDuration.String(), "--lease-renew-interval", pullRenewInterval.String(), "--resync-period", "5s"}
-	b.startAgent(t)
+	fb, _ := startJoinedBed(t, fedtest.Options{
+		Federation: []localfed.Option{localfed.WithMemberNames("push-1", "pull-1"), localfed.WithControllers(fedtest.JoinControllers...)},
+		Pull:       []string{"pull-1"},
+		AgentArgs:  []string{"--lease-duration", pullLeaseDuration.String(), "--lease-renew-interval", pullRenewInterval.String(), "--resync-period", "5s"},
+	}, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
+	b := &pullBed{Federation: fb.Fed, bed: fb, host: fb.Host, push: fb.Fed.Members[0], pull: fb.Fed.Members[1],
+		agentHost: fb.AgentHostKubeconfig("pull-1"), agent: fb.Agents["pull-1"]}
 	enableDeploymentsIn(t, b.host)
 	return b
 }
 
-// agentMemberKubeconfig writes a kubeconfig of the member as the agent's
-// ServiceAccount there.
-func (b *pullBed) agentMemberKubeconfig(t *testing.T) string {
+// startAgent starts the agent again, with the same flags and more, and
+// waits until the host sees the Pull cluster Ready from its Lease. The
+// agent runs until the bed's test ends.
+func (b *pullBed) startAgent(t *testing.T, more ...string) {
 	t.Helper()
-	path := filepath.Join(b.dir, "agent-member.kubeconfig")
-	if err := fedtest.WriteAgentMemberKubeconfig(t.Context(), b.pull, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// startAgent starts the agent and waits until the host sees the Pull
-// cluster Ready from its Lease. The agent runs until the bed's test ends.
-func (b *pullBed) startAgent(t *testing.T) {
-	t.Helper()
-	agent, err := fedtest.StartAgent(fedwardenBin, b.dir, b.agentArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.agent = agent
-	b.t.Cleanup(func() {
-		_ = agent.Stop()
-		if b.t.Failed() {
-			dumpLog(agent.LogPath)
-		}
-	})
-	b.waitForReady(t, metav1.ConditionTrue, corev1beta1.ReasonAgentRenewing)
+	b.agent = b.bed.StartAgent(t, b.pull.Name, more...)
 }
 
 // waitForReady waits until the Pull cluster's Ready condition has status
@@ -134,7 +83,7 @@ func (b *pullBed) waitForReady(t *testing.T, status metav1.ConditionStatus, reas
 	t.Helper()
 	fc := &corev1beta1.FederatedCluster{}
 	// A verdict comes at the latest when the Lease expires.
-	eventually(t, pullLeaseDuration+loadSlack, fmt.Sprintf("%s to be Ready=%s (%s)", b.pull.Name, status, reason), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, pullLeaseDuration+loadSlack, fmt.Sprintf("%s to be Ready=%s (%s)", b.pull.Name, status, reason), func(ctx context.Context) (bool, string) {
 		if err := b.host.Get(ctx, types.NamespacedName{Name: b.pull.Name}, fc); err != nil {
 			return false, err.Error()
 		}
@@ -149,7 +98,7 @@ func (b *pullBed) waitForReady(t *testing.T, status metav1.ConditionStatus, reas
 func (b *pullBed) waitForRenewalSince(t *testing.T, since time.Time) {
 	t.Helper()
 	key := types.NamespacedName{Namespace: corev1beta1.DefaultFederationNamespace, Name: registration.AgentLeaseName(b.pull.Name)}
-	eventually(t, pullLeaseDuration+loadSlack, fmt.Sprintf("the agent to renew its Lease %s after %s", key, since.Format(time.RFC3339Nano)), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, pullLeaseDuration+loadSlack, fmt.Sprintf("the agent to renew its Lease %s after %s", key, since.Format(time.RFC3339Nano)), func(ctx context.Context) (bool, string) {
 		lease := &coordinationv1.Lease{}
 		if err := b.host.Get(ctx, key, lease); err != nil {
 			return false, err.Error()
@@ -177,7 +126,7 @@ func (b *pullBed) memberImage(ctx context.Context, m *localfed.Cluster, namespac
 // namespace/name with these images ("" for none).
 func (b *pullBed) waitForImages(t *testing.T, namespace, name, push, pull string) {
 	t.Helper()
-	eventually(t, 30*time.Second, fmt.Sprintf("images %q (push) and %q (pull) of %s/%s", push, pull, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("images %q (push) and %q (pull) of %s/%s", push, pull, namespace, name), func(ctx context.Context) (bool, string) {
 		a, errA := b.memberImage(ctx, b.push, namespace, name)
 		p, errP := b.memberImage(ctx, b.pull, namespace, name)
 		return errA == nil && errP == nil && a == push && p == pull, fmt.Sprint(a, errA, p, errP)
@@ -281,7 +230,7 @@ func TestPullMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.waitForImages(t, ns, "gone", "", "")
-		eventually(t, 30*time.Second, "the FederatedDeployment to be deleted", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the FederatedDeployment to be deleted", func(ctx context.Context) (bool, string) {
 			err := b.host.Get(ctx, client.ObjectKeyFromObject(gone), gone)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
@@ -326,7 +275,7 @@ func TestPullMode(t *testing.T) {
 		// The agent syncs again at its own entry's write and every 5 s:
 		// none of those syncs acts on the value a second time.
 		deadline := time.Now().Add(15 * time.Second)
-		eventually(t, 30*time.Second, "three of the agent's resync periods", func(context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "three of the agent's resync periods", func(context.Context) (bool, string) {
 			return time.Now().After(deadline), ""
 		})
 		after, _, err := b.agent.Sum(t.Context(), "fedwarden_member_writes_total")
@@ -383,7 +332,7 @@ func TestPullMode(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.startAgent(t)
-		eventually(t, 30*time.Second, "the new agent to sync web", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the new agent to sync web", func(ctx context.Context) (bool, string) {
 			n, _, err := b.agent.Sum(ctx, "controller_runtime_reconcile_total", `controller="agent-deployments.apps"`)
 			return err == nil && n >= 1, fmt.Sprint(n, err)
 		})
@@ -411,7 +360,7 @@ func TestPullMode(t *testing.T) {
 		down := time.Now()
 		member := newClient(t, b.pull.Config)
 		editImage(t, member, ns, "web", "nginx:evil")
-		eventually(t, 30*time.Second, "the agent to heal its cluster while the host is down", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the agent to heal its cluster while the host is down", func(ctx context.Context) (bool, string) {
 			img, err := b.memberImage(ctx, b.pull, ns, "web")
 			return err == nil && img == "nginx:1.28", fmt.Sprint(img, err)
 		})
@@ -422,7 +371,7 @@ func TestPullMode(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		if err := restartCluster(t, b.Host); err != nil {
+		if err := fedtest.RestartCluster(t, b.Host); err != nil {
 			t.Fatal(err)
 		}
 		// The Ready=True the host kept from before the outage proves
@@ -453,7 +402,7 @@ func TestPullMode(t *testing.T) {
 		// The entry goes at the resource's next sync after the unjoin, which
 		// may be the retry (--propagation-retry-period, 30 s) rather than at
 		// once: seen at 27-30 s on a loaded machine.
-		eventually(t, 90*time.Second, "the left cluster's entry to be removed from the CPV", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 90*time.Second, "the left cluster's entry to be removed from the CPV", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, b.host, ns, cpvName)
 			if err != nil {
 				return false, err.Error()

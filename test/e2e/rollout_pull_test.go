@@ -17,6 +17,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/notify"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestRolloutInWavesHoldsAPullCluster rolls a FederatedConfigMap out in
@@ -36,12 +37,11 @@ func TestRolloutInWavesHoldsAPullCluster(t *testing.T) {
 	if err := b.agent.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	b.agentArgs = append(b.agentArgs, "--notify-webhook", receiver.URL)
-	b.startAgent(t)
+	b.startAgent(t, "--notify-webhook", receiver.URL)
 	if r := runFedwarden(t, "enable", "configmaps", "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
 		t.Fatalf("enable configmaps failed:\n%s", r)
 	}
-	waitForTypeConfig(t, b.host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning)
+	waitForTypeConfigState(t, b.host, "configmaps", corev1beta1.ControllerStatusRunning, corev1beta1.ReasonControllerRunning, 30*time.Second)
 	ns := testNamespace(t, b.host)
 	createObject(t, b.host, decode(t, fmt.Sprintf(`
 apiVersion: types.kubefed.io/v1beta1
@@ -72,7 +72,7 @@ spec:
 	}
 	waitGreetings := func(push, pull string) {
 		t.Helper()
-		eventually(t, 60*time.Second, fmt.Sprintf("greetings %s (Push) and %s (Pull)", push, pull), func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 60*time.Second, fmt.Sprintf("greetings %s (Push) and %s (Pull)", push, pull), func(ctx context.Context) (bool, string) {
 			p, q := greetings(ctx)
 			return p == push && q == pull, fmt.Sprintf("%s and %s", p, q)
 		})
@@ -140,7 +140,7 @@ spec:
 		waitForEntry(t, b.host, ns, "configmap-app", b.pull.Name, func(cv typesv1beta1.ClusterVersion) bool {
 			return cv.State == typesv1beta1.InSync && cv.TargetRevision == 2 && cv.TemplateVersion == "2"
 		})
-		eventually(t, 30*time.Second, "the CPV to hold no revision for the Pull cluster", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the CPV to hold no revision for the Pull cluster", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, b.host, ns, "configmap-app")
 			if err != nil {
 				return false, err.Error()

@@ -20,6 +20,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // imagePullFailed is a KWOK Stage that keeps a Pod of image nginx:bad
@@ -63,9 +64,9 @@ spec:
 // image nginx:bad, never do).
 type rolloutBed struct {
 	*localfed.Federation
+	bed     *fedtest.Bed
 	host    client.Client
 	members map[string]client.Client
-	dir     string
 	cm      *controllerManager
 	// ns is the test's namespace.
 	ns string
@@ -81,52 +82,27 @@ var (
 
 func startRolloutBed(t *testing.T) *rolloutBed {
 	t.Helper()
-	f, err := startLocalFed(t, localfed.WithMemberNames(append(append([]string{}, firstWave...), secondWave...)...))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
-	b := &rolloutBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, dir: t.TempDir(), t: t}
-	stage := filepath.Join(b.dir, "image-pull-failed.yaml")
+	stage := filepath.Join(t.TempDir(), "image-pull-failed.yaml")
 	if err := os.WriteFile(stage, []byte(imagePullFailed), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range f.Members {
-		fedtest.RunKWOK(t, m, fedtest.WithKWOKStages(stage))
-		b.members[m.Name] = newClient(t, m.Config)
-	}
-	b.startControllerManager()
-	for _, m := range f.Members {
-		if r := runFedwarden(t, joinArgs(f, m, m.Name)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.Name, r)
-		}
-	}
+	fb, cm := startJoinedBed(t, fedtest.Options{
+		Federation: []localfed.Option{localfed.WithMemberNames(append(append([]string{}, firstWave...), secondWave...)...)},
+		KWOK:       true, KWOKOptions: []fedtest.KWOKOption{fedtest.WithKWOKStages(stage)},
+	}, steadyProbes, rolloutFlags...)
+	b := &rolloutBed{Federation: fb.Fed, bed: fb, host: fb.Host, members: fb.Members, cm: cm, t: t}
 	enableDeploymentsIn(t, b.host)
 	return b
 }
 
+// rolloutFlags are the controller-manager's flags in a rolloutBed.
+var rolloutFlags = []string{"--resync-period", "5s", "--leader-elect=false"}
+
 // startControllerManager starts a controller-manager, stopped when the
 // bed's test ends.
 func (b *rolloutBed) startControllerManager() {
-	t := b.t
-	t.Helper()
-	cm, err := startControllerManager(b.Federation, b.dir, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.cm = cm
-	t.Cleanup(func() {
-		if err := cm.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(cm.logPath)
-		}
-	})
+	b.t.Helper()
+	b.cm = startControllerManager(b.t, b.bed, steadyProbes, rolloutFlags...)
 }
 
 // images returns each member's image of Deployment namespace/name.
@@ -145,7 +121,7 @@ func (b *rolloutBed) images(ctx context.Context, namespace, name string) map[str
 // waitForImages waits until the members of each wave run the image given.
 func (b *rolloutBed) waitForImages(t *testing.T, namespace, name, first, second string) {
 	t.Helper()
-	eventually(t, 90*time.Second, fmt.Sprintf("the first wave at %s and the second at %s", first, second), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 90*time.Second, fmt.Sprintf("the first wave at %s and the second at %s", first, second), func(ctx context.Context) (bool, string) {
 		imgs := b.images(ctx, namespace, name)
 		for _, m := range firstWave {
 			if imgs[m] != first {
@@ -195,7 +171,7 @@ func (b *rolloutBed) rolloutCondition(ctx context.Context, namespace, name, typ 
 func (b *rolloutBed) waitRolledOut(t *testing.T, namespace, name string) *typesv1beta1.RolloutStatus {
 	t.Helper()
 	var st *typesv1beta1.RolloutStatus
-	eventually(t, 120*time.Second, "the rollout to complete", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 120*time.Second, "the rollout to complete", func(ctx context.Context) (bool, string) {
 		obj, fst, err := federatedStatus(ctx, b.host, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -270,7 +246,7 @@ func TestRolloutInWaves(t *testing.T) {
 		// The copies are written before the status that records them:
 		// wait for the status of this change (template version 2).
 		var cpv *typesv1beta1.ClusterPropagatedVersion
-		eventually(t, 30*time.Second, "the CPV status of template version 2", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the CPV status of template version 2", func(ctx context.Context) (bool, string) {
 			var err error
 			cpv, err = cpvOf(ctx, b.host, ns, "deployment-web")
 			return err == nil && cpv.Status.TemplateVersion == "2", fmt.Sprint(err, cpv.Status.TemplateVersion)
@@ -304,7 +280,7 @@ func TestRolloutInWaves(t *testing.T) {
 			t.Errorf("fedwarden rollout status of a halted rollout: want exit 1 saying a cluster is Degraded\n%s", r)
 		}
 		t.Logf("fedwarden rollout status of the halted rollout (docs/rollout.md shows it):\n%s%s", r.stdout, r.stderr)
-		eventually(t, 90*time.Second, "the rollout to halt", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 90*time.Second, "the rollout to halt", func(ctx context.Context) (bool, string) {
 			_, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolloutHalted)
 			if err != nil {
 				return false, err.Error()
@@ -323,7 +299,7 @@ func TestRolloutInWaves(t *testing.T) {
 
 	t.Run("a hand edit in a held cluster is healed to its own revision", func(t *testing.T) {
 		editImage(t, b.members["wave2-a"], ns, "web", "nginx:hand-edit")
-		eventually(t, 30*time.Second, "wave2-a's image to be written back", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "wave2-a's image to be written back", func(ctx context.Context) (bool, string) {
 			img, err := memberImage(ctx, b.members["wave2-a"], ns, "web")
 			return err == nil && img == "nginx:1.28", fmt.Sprint(img, err)
 		})
@@ -372,7 +348,7 @@ func TestRolloutInWaves(t *testing.T) {
 		// the new revision's start, which on a busy machine can come a
 		// while later: the restart is mid-rollout once it is recorded.
 		var before *typesv1beta1.RolloutStatus
-		eventually(t, 30*time.Second, "the rollout status to record the new revision's first wave", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the rollout status to record the new revision's first wave", func(ctx context.Context) (bool, string) {
 			st, cond, err := b.rolloutCondition(ctx, ns, "web", typesv1beta1.FederatedRolledOut)
 			if err != nil {
 				return false, err.Error()
@@ -406,7 +382,7 @@ func TestRolloutInWaves(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		eventually(t, 90*time.Second, "wave2-b to run 2 replicas", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 90*time.Second, "wave2-b to run 2 replicas", func(ctx context.Context) (bool, string) {
 			d := &appsv1.Deployment{}
 			if err := b.members["wave2-b"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 				return false, err.Error()
@@ -463,7 +439,7 @@ func TestRolloutInWaves(t *testing.T) {
 func (b *rolloutBed) undo(t *testing.T) result {
 	t.Helper()
 	var r result
-	eventually(t, 30*time.Second, "fedwarden rollout undo to write or fail for another reason", func(context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "fedwarden rollout undo to write or fail for another reason", func(context.Context) (bool, string) {
 		r = b.rollout(t, "undo")
 		return r.code != 1 || !strings.Contains(r.stderr, "changed since it was read"), r.String()
 	})

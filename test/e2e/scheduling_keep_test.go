@@ -17,6 +17,8 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // Scheduler plugins are optimisations: when the state of the clusters
@@ -68,7 +70,7 @@ func TestStateDrivenPluginsNeverDeleteACopy(t *testing.T) {
 	// east-1 is back: the spread is decided again, from the same
 	// constraints, and neither copy goes (which of the two the spread
 	// prefers depends on when east-1's capacity is measured again).
-	if err := restartCluster(t, bed.Member("east-1")); err != nil {
+	if err := fedtest.RestartCluster(t, bed.Member("east-1")); err != nil {
 		t.Fatalf("restarting east-1: %v", err)
 	}
 	waitForCondition(t, bed.host, "east-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, bed.probes.probesWithin(1))
@@ -84,7 +86,7 @@ func TestStateDrivenPluginsNeverDeleteACopy(t *testing.T) {
 		setNested(t, obj.Object, []any{map[string]any{"spreadBy": "region", "maxGroups": int64(1), "maxClustersPerGroup": int64(1)}}, "spec", "placement", "spreadConstraints")
 	})
 	var kept string
-	eventually(t, 45*time.Second, "the decision for geo to name one cluster", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, "the decision for geo to name one cluster", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, bed.host, ns, "deployment-geo")
 		if err != nil {
 			return false, err.Error()
@@ -132,7 +134,7 @@ func (b *schedBed) drainNode(t *testing.T, member, name string) {
 func waitForKept(t *testing.T, c client.Client, namespace, name, why string) {
 	t.Helper()
 	waitForScheduled(t, c, namespace, name, metav1.ConditionTrue, why)
-	eventually(t, 30*time.Second, "the Scheduled condition's reason to be "+typesv1beta1.ReasonCopiesKept, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the Scheduled condition's reason to be "+typesv1beta1.ReasonCopiesKept, func(ctx context.Context) (bool, string) {
 		_, st, err := federatedStatus(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -157,7 +159,7 @@ func (b *schedBed) resyncAndWait(t *testing.T, namespace, name string) {
 		annotations[typesv1beta1.AnnotationResync] = value
 		obj.SetAnnotations(annotations)
 	})
-	eventually(t, 45*time.Second, "the resync of "+name+" to be done", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, "the resync of "+name+" to be done", func(ctx context.Context) (bool, string) {
 		cpv, err := cpvOf(ctx, b.host, namespace, "deployment-"+name)
 		if err != nil {
 			return false, err.Error()
@@ -170,7 +172,7 @@ func (b *schedBed) resyncAndWait(t *testing.T, namespace, name string) {
 func (b *schedBed) copyUID(t *testing.T, member, namespace, name string) types.UID {
 	t.Helper()
 	var uid types.UID
-	eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s", member, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s", member, namespace, name), func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := b.members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -197,7 +199,7 @@ func (b *schedBed) checkCopy(t *testing.T, member, namespace, name string, uid t
 // waitForNoCopy waits until the member has no Deployment of that name.
 func (b *schedBed) waitForNoCopy(t *testing.T, member, namespace, name string) {
 	t.Helper()
-	eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s to be deleted", member, namespace, name), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s to be deleted", member, namespace, name), func(ctx context.Context) (bool, string) {
 		err := b.members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

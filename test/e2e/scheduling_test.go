@@ -23,6 +23,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // schedBed is a test bed of its own for the scheduler: three members in
@@ -55,37 +56,14 @@ func startSchedBed(t *testing.T) *schedBed {
 	for _, m := range schedMembers {
 		names = append(names, m.name)
 	}
-	f, err := startLocalFed(t, localfed.WithMemberNames(names...), localfed.WithControllers("serviceaccount-controller", "serviceaccount-token-controller"))
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
 	// testOffline stops a member and waits until it is not Ready.
-	bed := &schedBed{Federation: f, host: newClient(t, f.Host.Config), members: map[string]client.Client{}, probes: quickProbes}
-	cm, err := fedtest.StartControllerManager(fedwardenBin, f, t.TempDir(), bed.probes.fedtest("--capacity-debounce", "200ms"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bed.cm = cm
-	t.Cleanup(func() {
-		if err := cm.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(cm.LogPath)
-		}
-	})
+	s := quickProbes.fedtest("--capacity-debounce", "200ms")
+	fb := fedtest.StartBed(t, fedtest.Options{Bin: fedwardenBin, ControllerManager: &s,
+		Federation: []localfed.Option{localfed.WithMemberNames(names...), localfed.WithControllers(fedtest.JoinControllers...)}})
+	bed := &schedBed{Federation: fb.Fed, host: fb.Host, members: fb.Members, cm: fb.CM, probes: quickProbes}
 	for _, m := range schedMembers {
-		member := f.Member(m.name)
-		bed.members[m.name] = newClient(t, member.Config)
 		createNode(t, bed.members[m.name], "node-1", m.cpu)
-		if r := runFedwarden(t, joinArgs(f, member, m.name, "--region", m.region)...); r.code != 0 {
-			t.Fatalf("joining %s failed:\n%s", m.name, r)
-		}
+		fb.Join(t, fb.Fed.Member(m.name), "--region", m.region)
 	}
 	enableDeploymentsIn(t, bed.host)
 	return bed
@@ -150,7 +128,7 @@ spec:
 func waitForDecision(t *testing.T, c client.Client, namespace, name string, want map[string]int32) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	eventually(t, 45*time.Second, fmt.Sprintf("the decision for %s/%s to be %v", namespace, name, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("the decision for %s/%s to be %v", namespace, name, want), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = cpvOf(ctx, c, namespace, "deployment-"+name); err != nil {
 			return false, err.Error()
@@ -175,7 +153,7 @@ func decision(cpv *typesv1beta1.ClusterPropagatedVersion) map[string]int32 {
 // waitForMemberReplicas waits until the member's Deployment has replicas.
 func (b *schedBed) waitForMemberReplicas(t *testing.T, member, namespace, name string, replicas int32) {
 	t.Helper()
-	eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s to have %d replicas", member, namespace, name, replicas), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("%s's Deployment %s/%s to have %d replicas", member, namespace, name, replicas), func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := b.members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -189,7 +167,7 @@ func (b *schedBed) waitForMemberReplicas(t *testing.T, member, namespace, name s
 func waitForScheduled(t *testing.T, c client.Client, namespace, name string, status metav1.ConditionStatus, parts ...string) string {
 	t.Helper()
 	var msg string
-	eventually(t, 45*time.Second, fmt.Sprintf("Scheduled=%s of %s/%s saying %q", status, namespace, name, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 45*time.Second, fmt.Sprintf("Scheduled=%s of %s/%s saying %q", status, namespace, name, parts), func(ctx context.Context) (bool, string) {
 		_, st, err := federatedStatus(ctx, c, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -229,7 +207,7 @@ func (b *schedBed) testWeights(t *testing.T) {
 	waitForDecision(t, b.host, ns, "web", map[string]int32{"east-1": 4, "west-1": 6})
 	b.waitForMemberReplicas(t, "east-1", ns, "web", 4)
 	b.waitForMemberReplicas(t, "west-1", ns, "web", 6)
-	eventually(t, 30*time.Second, "the RSP's Scheduled condition", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the RSP's Scheduled condition", func(ctx context.Context) (bool, string) {
 		rsp := &unstructured.Unstructured{}
 		rsp.SetAPIVersion("scheduling.kubefed.io/v1alpha1")
 		rsp.SetKind("ReplicaSchedulingPreference")
@@ -324,7 +302,7 @@ func (b *schedBed) testCapacity(t *testing.T) {
 		t.Errorf("east-2 is full, yet reading its Deployment gives %v", err)
 	}
 	// The Event is recorded a moment after the decision is written.
-	eventually(t, 30*time.Second, "a Scheduled Event explaining the decision for big", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "a Scheduled Event explaining the decision for big", func(ctx context.Context) (bool, string) {
 		events := &corev1.EventList{}
 		if err := b.host.List(ctx, events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -361,7 +339,7 @@ func (b *schedBed) testNoChurn(t *testing.T) {
 	if err := b.members["east-2"].Status().Update(t.Context(), node); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the resources to be scheduled again", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the resources to be scheduled again", func(ctx context.Context) (bool, string) {
 		n, _, err := b.cm.Sum(ctx, "fedwarden_scheduling_duration_seconds_count")
 		return err == nil && n > decisions, fmt.Sprintf("%v decisions (before: %v), %v", n, decisions, err)
 	})
@@ -381,7 +359,7 @@ func (b *schedBed) stableSnapshot(t *testing.T, namespace string) map[string]str
 		since time.Time
 		polls int
 	)
-	eventually(t, time.Minute, fmt.Sprintf("the namespace's objects to stop changing for %s", steadyFor), func(context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, fmt.Sprintf("the namespace's objects to stop changing for %s", steadyFor), func(context.Context) (bool, string) {
 		now := b.snapshot(t, namespace)
 		if last == nil || !maps.Equal(last, now) {
 			last, since, polls = now, time.Now(), 0
@@ -438,7 +416,7 @@ func (b *schedBed) waitForCapacityMeasured(t *testing.T, ns string) {
 			t.Fatalf("creating the canary: %v", err)
 		}
 		var got map[string]int32
-		eventually(t, 45*time.Second, "a first decision for the canary", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 45*time.Second, "a first decision for the canary", func(ctx context.Context) (bool, string) {
 			cpv, err := cpvOf(ctx, b.host, ns, "deployment-"+name)
 			if err != nil {
 				return false, err.Error()
@@ -449,7 +427,7 @@ func (b *schedBed) waitForCapacityMeasured(t *testing.T, ns string) {
 		if err := b.host.Delete(t.Context(), canary); err != nil {
 			t.Fatalf("deleting the canary: %v", err)
 		}
-		eventually(t, time.Minute, "the canary to be gone", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, time.Minute, "the canary to be gone", func(ctx context.Context) (bool, string) {
 			err := b.host.Get(ctx, client.ObjectKeyFromObject(canary), canary)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
@@ -483,7 +461,7 @@ func (b *schedBed) testOffline(t *testing.T) {
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-true", 10)
 	cpv := waitForDecision(t, b.host, ns, "rebalance-false", map[string]int32{"east-1": 4, "west-1": 6})
 	b.waitForMemberReplicas(t, "east-1", ns, "rebalance-false", 4)
-	if err := restartCluster(t, b.Member("west-1")); err != nil {
+	if err := fedtest.RestartCluster(t, b.Member("west-1")); err != nil {
 		t.Fatalf("restarting west-1: %v", err)
 	}
 	waitForCondition(t, b.host, "west-1", corev1beta1.ClusterReady, metav1.ConditionTrue, corev1beta1.ReasonClusterReady, b.probes.probesWithin(1))

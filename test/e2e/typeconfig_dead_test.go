@@ -21,6 +21,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // restrictedUser is the identity of a controller-manager that may do
@@ -67,7 +68,7 @@ func writeUserKubeconfig(t *testing.T, path string, cfg *rest.Config) {
 // message containing every one of parts.
 func waitForTypeConfigState(t *testing.T, c client.Client, name string, want corev1beta1.ControllerStatus, reason string, timeout time.Duration, parts ...string) {
 	t.Helper()
-	eventually(t, timeout, fmt.Sprintf("FederatedTypeConfig %s %s (%s) saying %q", name, want, reason, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, timeout, fmt.Sprintf("FederatedTypeConfig %s %s (%s) saying %q", name, want, reason, parts), func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := c.Get(ctx, types.NamespacedName{Name: name}, ftc); err != nil {
 			return false, err.Error()
@@ -94,15 +95,8 @@ func waitForTypeConfigState(t *testing.T, c client.Client, name string, want cor
 func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	f, err := startLocalFed(t, localfed.WithMembers(0), localfed.WithControllers())
-	if err != nil {
-		t.Fatalf("starting a test bed: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := f.Stop(); err != nil {
-			t.Errorf("stopping the test bed: %v", err)
-		}
-	})
+	bed := startBed(t, localfed.WithMembers(0), localfed.WithControllers())
+	f := bed.Fed
 	host := newClient(t, f.Host.Config)
 	createObject(t, host, restrictedRole())
 	createObject(t, host, &rbacv1.ClusterRoleBinding{
@@ -118,18 +112,7 @@ func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "restricted.kubeconfig")
 	writeUserKubeconfig(t, kubeconfig, cfg)
-	manager, err := startControllerManager(f, dir, steadyProbes, "--kubeconfig", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := manager.stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			dumpLog(manager.logPath)
-		}
-	})
+	startControllerManager(t, bed, steadyProbes, "--kubeconfig", kubeconfig)
 
 	createObject(t, host, decode(t, deploymentsTypeConfig))
 	waitForTypeConfigState(t, host, "deployments.apps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonControllerFailed, time.Minute+loadSlack,
@@ -155,7 +138,7 @@ func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 	ns := "e2e-dead"
 	createObject(t, host, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	createObject(t, host, newFederatedDeployment(t, ns, "web", 1, "  placement: {clusters: []}"))
-	eventually(t, 30*time.Second+loadSlack, "web's Propagated condition", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second+loadSlack, "web's Propagated condition", func(ctx context.Context) (bool, string) {
 		_, st, err := federatedStatus(ctx, host, ns, "web")
 		if err != nil {
 			return false, err.Error()

@@ -18,6 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // `fedwarden up --members 2 --pull-members 1 --with-samples` comes up (the
@@ -41,7 +44,7 @@ func TestUp(t *testing.T) {
 	// A type controller reports Running once it has listed its resources,
 	// which may come a moment after the sample has reached the members.
 	wants := []string{"member-1   True    Push", "member-2   True    Pull", "deployments.apps   FederatedDeployment   Enabled       Running", "0 drifted"}
-	eventually(t, time.Minute, "fedwarden status showing "+strings.Join(wants, ", "), func(context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "fedwarden status showing "+strings.Join(wants, ", "), func(context.Context) (bool, string) {
 		r := runFedwarden(t, "status", "--host-kubeconfig", host)
 		for _, want := range wants {
 			if r.code != 0 || !strings.Contains(r.stdout, want) {
@@ -88,7 +91,7 @@ func startUp(t *testing.T, dir string) *upRun {
 	u.cmd.Stderr = u.stderr
 	u.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	// up starts three kube-apiservers: in turn with the other starts.
-	done, err := startSlot(t.Context())
+	done, err := fedtest.StartSlot(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

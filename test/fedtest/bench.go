@@ -17,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // EnableDeployments creates the FederatedTypeConfig of Deployments on the
 // host c and waits, up to a minute, until its propagation controller runs.
-func EnableDeployments(ctx context.Context, c client.Client) error {
+func EnableDeployments(t testing.TB, c client.Client) {
+	t.Helper()
 	ftc := &corev1beta1.FederatedTypeConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: "deployments.apps"},
 		Spec: corev1beta1.FederatedTypeConfigSpec{
@@ -30,20 +32,15 @@ func EnableDeployments(ctx context.Context, c client.Client) error {
 			Propagation:   corev1beta1.Enabled,
 		},
 	}
-	if err := c.Create(ctx, ftc); err != nil {
-		return fmt.Errorf("enabling Deployments: %w", err)
+	if err := c.Create(t.Context(), ftc); err != nil {
+		t.Fatalf("enabling Deployments: %v", err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for ftc.Status.PropagationController != corev1beta1.ControllerStatusRunning {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("deployments.apps not Running after a minute: %+v", ftc.Status)
-		}
-		time.Sleep(100 * time.Millisecond)
+	poll.Eventually(t, time.Minute, "deployments.apps to be Running", func(ctx context.Context) (bool, string) {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ftc), ftc); err != nil {
-			return err
+			return false, err.Error()
 		}
-	}
-	return nil
+		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
+	})
 }
 
 // Arrivals watches the Deployments of a namespace in some members and

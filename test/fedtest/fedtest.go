@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -373,6 +374,25 @@ func (cm *ControllerManager) Sum(ctx context.Context, name string, labels ...str
 		}
 	})
 	return sum, found, err
+}
+
+// SettledSum is Sum once it has stopped moving for a second: a member's
+// watch, or a CPV, can show a copy before the controller has counted the
+// write that made it. It fails t when the metrics cannot be read.
+func (cm *ControllerManager) SettledSum(t testing.TB, name string, labels ...string) float64 {
+	t.Helper()
+	last := -1.0
+	for {
+		total, _, err := cm.Sum(t.Context(), name, labels...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if total == last {
+			return total
+		}
+		last = total
+		time.Sleep(time.Second)
+	}
 }
 
 // scrape calls each with every line of the metrics endpoint.

@@ -22,6 +22,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/config/admission"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // kyvernoBackground is the username of Kyverno's background controller, its
@@ -64,7 +65,7 @@ func TestOnlyTheControllerManagerWritesACPVSpec(t *testing.T) {
 			Clusters: []typesv1beta1.PlacedCluster{{Name: "member-1"}},
 		},
 	}
-	eventually(t, 30*time.Second, "the controller-manager to create a CPV", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the controller-manager to create a CPV", func(ctx context.Context) (bool, string) {
 		err := controllerManager.Create(ctx, cpv.DeepCopy())
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
@@ -105,7 +106,7 @@ func TestOnlyTheControllerManagerWritesACPVSpec(t *testing.T) {
 		}
 		bind(t, admin, "cpv-spec-agent", role.Name, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: agent})
 		patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"clusterVersions":[{"clusterName":"member-1","version":"7","state":"InSync"}]}}`))
-		eventually(t, 30*time.Second, "the agent's status write", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 30*time.Second, "the agent's status write", func(ctx context.Context) (bool, string) {
 			err := as(t, agent).Status().Patch(ctx, cpv.DeepCopy(), patch)
 			return err == nil, fmt.Sprint(err)
 		})
@@ -136,7 +137,7 @@ func checkRefusedByPolicy(t *testing.T, c client.Client, ns, name, user string) 
 	refused := func(err error) bool {
 		return err != nil && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+admission.CPVSpecPolicy+"'") && strings.Contains(err.Error(), user+" may not")
 	}
-	eventually(t, 30*time.Second, user+" adding member-2 to spec.clusters, refused by "+admission.CPVSpecPolicy, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, user+" adding member-2 to spec.clusters, refused by "+admission.CPVSpecPolicy, func(ctx context.Context) (bool, string) {
 		err := addCluster(ctx, c, ns, name, "member-2")
 		return refused(err), fmt.Sprint(err)
 	})

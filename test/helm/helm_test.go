@@ -30,15 +30,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // namespace is the release namespace, the control-plane namespace of the
@@ -134,19 +133,12 @@ func needHelm(t *testing.T) {
 }
 
 // newClient returns a client for cfg (the host's admin when nil) that knows
-// the core Kubernetes types, CRDs and Fedwarden's types, and any other kind
-// as unstructured.
+// fedtest.Scheme's types, and any other kind as unstructured.
 func newClient(cfg *rest.Config) (client.Client, error) {
 	if cfg == nil {
 		cfg = fed.Host.Config
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, corev1beta1.AddToScheme, typesv1beta1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
-	}
-	return client.New(cfg, client.Options{Scheme: scheme})
+	return fedtest.NewClient(cfg)
 }
 
 // helm runs helm with args and returns its standard output; a failure
@@ -763,7 +755,7 @@ func installServiceMonitorCRD(t *testing.T) client.Client {
 		}
 	})
 	var c client.Client
-	eventually(t, time.Minute, "the host to serve monitoring.coreos.com/v1 ServiceMonitors", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, time.Minute, "the host to serve monitoring.coreos.com/v1 ServiceMonitors", func(ctx context.Context) (bool, string) {
 		installed := &apiextensionsv1.CustomResourceDefinition{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: crd.GetName()}, installed); err != nil {
 			return false, err.Error()

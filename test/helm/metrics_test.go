@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // metricsCertSecret is the metrics.certSecret the rights test installs the
@@ -132,7 +133,7 @@ func checkMetricsNeedAuthorization(t *testing.T, cm *fedtest.ControllerManager, 
 		t.Run(tt.name, func(t *testing.T) {
 			// The role binding may take a moment to reach the authorizer's
 			// cache; a refusal is cached for 30 s by the filter: retry.
-			eventually(t, 90*time.Second, fmt.Sprintf("GET %s with %s to answer %d", cm.MetricsURL, tt.name, tt.wantStatus), func(ctx context.Context) (bool, string) {
+			poll.Eventually(t, 90*time.Second, fmt.Sprintf("GET %s with %s to answer %d", cm.MetricsURL, tt.name, tt.wantStatus), func(ctx context.Context) (bool, string) {
 				status, body, err := get(ctx, scraper, cm.MetricsURL, tt.token)
 				if err != nil {
 					return false, err.Error()

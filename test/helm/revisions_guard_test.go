@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // The chart lets the controller-manager delete ControllerRevisions, to
@@ -70,7 +71,7 @@ func TestRevisionsGuard(t *testing.T) {
 	// goes through, so each attempt is on a revision of its own.
 	var statefulSets *appsv1.ControllerRevision
 	attempt := 0
-	eventually(t, 30*time.Second, "the policy to refuse deleting a StatefulSet's revision", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the policy to refuse deleting a StatefulSet's revision", func(ctx context.Context) (bool, string) {
 		attempt++
 		statefulSets = revision(fmt.Sprintf("db-7d9f%d", attempt), map[string]string{"controller-revision-hash": "7d9f"})
 		err := asChart.Delete(ctx, statefulSets.DeepCopy())

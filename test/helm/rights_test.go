@@ -27,6 +27,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestControllerManagerWorksWithTheChartsRights runs the real
@@ -57,7 +58,7 @@ func TestControllerManagerWorksWithTheChartsRights(t *testing.T) {
 	// credentials and wrote the status.
 	run(fedtest.JoinArgs(fed, fed.Members[0], "member-1", "--namespace", namespace, "--timeout", "90s")...)
 	run("enable", "configmaps", "--host-kubeconfig", fed.Host.Kubeconfig)
-	eventually(t, 60*time.Second, "FederatedTypeConfig configmaps to be Established", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, "FederatedTypeConfig configmaps to be Established", func(ctx context.Context) (bool, string) {
 		ftc := &corev1beta1.FederatedTypeConfig{}
 		if err := admin.Get(ctx, client.ObjectKey{Name: "configmaps"}, ftc); err != nil {
 			return false, err.Error()
@@ -144,7 +145,9 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 	if metricsCA == nil {
 		t.Fatalf("the Deployment's arguments %q give no --metrics-cert-dir with metrics.certSecret", d.Spec.Template.Spec.Containers[0].Args)
 	}
-	cm, err := fedtest.StartControllerManager(bin, fed, dir, fedtest.Settings{ProbePeriod: 10 * time.Second, ProbeTimeout: 3 * time.Second, FailureThreshold: 3, Args: args})
+	s := fedtest.SteadySettings
+	s.Args = args
+	cm, err := fedtest.StartControllerManager(bin, fed, dir, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +163,7 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 	})
 	c := d.Spec.Template.Spec.Containers[0]
 	for _, p := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
-		eventually(t, 60*time.Second, "the controller-manager to answer "+p.HTTPGet.Path, func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, 60*time.Second, "the controller-manager to answer "+p.HTTPGet.Path, func(ctx context.Context) (bool, string) {
 			return probe(ctx, fmt.Sprintf("http://127.0.0.1:%d%s", probePort, p.HTTPGet.Path))
 		})
 	}
@@ -194,14 +197,14 @@ func checkPropagates(t *testing.T, admin client.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the ConfigMap in member-1", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, "the ConfigMap in member-1", func(ctx context.Context) (bool, string) {
 		cm := &corev1.ConfigMap{}
 		if err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["greeting"] == "hello", fmt.Sprint(cm.Data)
 	})
-	eventually(t, 30*time.Second, "the CPV to record member-1's version", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the CPV to record member-1's version", func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := admin.Get(ctx, client.ObjectKey{Namespace: ns, Name: "configmap-" + name}, cpv); err != nil {
 			return false, err.Error()
@@ -217,13 +220,13 @@ func checkPropagates(t *testing.T, admin client.Client) {
 	if err := member.Update(t.Context(), cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the hand edit in member-1 healed", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 60*time.Second, "the hand edit in member-1 healed", func(ctx context.Context) (bool, string) {
 		if err := member.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, cm); err != nil {
 			return false, err.Error()
 		}
 		return cm.Data["greeting"] == "hello", fmt.Sprint(cm.Data)
 	})
-	eventually(t, 30*time.Second, "an Event on the FederatedConfigMap", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "an Event on the FederatedConfigMap", func(ctx context.Context) (bool, string) {
 		var events eventsv1.EventList
 		if err := admin.List(ctx, &events, client.InNamespace(ns)); err != nil {
 			return false, err.Error()
@@ -266,25 +269,4 @@ func probe(ctx context.Context, url string) (bool, string) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK, resp.Status
-}
-
-// eventually polls cond until it returns true, failing the test with what
-// cond last said when timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond(t.Context())
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s, still waiting for %s; last seen: %s", timeout, what, state)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatalf("test ended while waiting for %s; last seen: %s", what, state)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/unjoin"
 	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/registration"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 const cluster = "member-1"
@@ -297,9 +298,9 @@ func checkAgentRights(ctx context.Context, t *testing.T, admin, agent client.Cli
 	if err := admin.Status().Update(ctx, cpv); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error { // RBAC reaches the authorizer through informers
+	poll.Eventually(t, 30*time.Second, "the agent to list CPVs: RBAC reaches the authorizer through informers", poll.NoError(func(context.Context) error { // RBAC reaches the authorizer through informers
 		return agent.List(ctx, &typesv1beta1.ClusterPropagatedVersionList{}, client.InNamespace(cpvNS))
-	})
+	}))
 	applyStatus := func(status map[string]any) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": typesv1beta1.GroupVersion.String(), "kind": "ClusterPropagatedVersion",
@@ -406,13 +407,13 @@ func checkNotThere(ctx context.Context, t *testing.T, c client.Client, obj clien
 // waitGone waits until the object is gone.
 func waitGone(ctx context.Context, t *testing.T, c client.Client, obj client.Object, key client.ObjectKey) {
 	t.Helper()
-	eventually(t, func() error {
+	poll.Eventually(t, 30*time.Second, "the object to be gone", poll.NoError(func(context.Context) error {
 		err := c.Get(ctx, key, obj)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("%T %s is still there (err %v)", obj, key, err)
-	})
+	}))
 }
 
 // hostKubeconfig returns the host's kubeconfig the test bed's commands use.

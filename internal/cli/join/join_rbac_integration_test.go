@@ -15,6 +15,7 @@ import (
 
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // TestPropagateRBACRights checks that, joined with --propagate-rbac, the host's
@@ -28,17 +29,17 @@ func TestPropagateRBACRights(t *testing.T) {
 
 	tb.mustRun(t, join.NewCommand, "--propagate-rbac")
 	identity := tb.identity(ctx, t, member)
-	eventually(t, func() error { return identity.Create(ctx, sampleClusterRole("test-clusterrole")) })
-	eventually(t, func() error { return identity.Create(ctx, sampleClusterRoleBinding()) })
+	poll.Eventually(t, 30*time.Second, "the identity to create a ClusterRole", poll.NoError(func(context.Context) error { return identity.Create(ctx, sampleClusterRole("test-clusterrole")) }))
+	poll.Eventually(t, 30*time.Second, "the identity to create a ClusterRoleBinding", poll.NoError(func(context.Context) error { return identity.Create(ctx, sampleClusterRoleBinding()) }))
 
 	tb.mustRun(t, join.NewCommand)
-	eventually(t, func() error {
+	poll.Eventually(t, 30*time.Second, "the identity to be refused a ClusterRole granting everything", poll.NoError(func(context.Context) error {
 		err := identity.Create(ctx, sampleClusterRole("test-clusterrole-2"))
 		if apierrors.IsForbidden(err) {
 			return nil
 		}
 		return fmt.Errorf("creating a ClusterRole granting */*/* without --propagate-rbac: %v, want Forbidden", err)
-	})
+	}))
 }
 
 // identity returns a client acting as the host's identity in the member.
@@ -73,23 +74,5 @@ func sampleClusterRoleBinding() *rbacv1.ClusterRoleBinding {
 		ObjectMeta: metav1.ObjectMeta{Name: "test-clusterrolebinding"},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "test-user", APIGroup: rbacv1.GroupName}},
 		RoleRef:    rbacv1.RoleRef{Kind: "ClusterRole", Name: "cluster-admin", APIGroup: rbacv1.GroupName},
-	}
-}
-
-// eventually polls cond until it returns nil, failing the test with its
-// last error after 30 seconds: RBAC changes reach the authorizer through
-// its informers.
-func eventually(t *testing.T, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 // The members of the KWOK test: roomy has one Node of 8 CPUs; cramped has
@@ -143,9 +144,7 @@ func startKWOKBed(t *testing.T) *kwokBed {
 	if err := bed.Join(); err != nil {
 		t.Fatal(err)
 	}
-	if err := fedtest.EnableDeployments(ctx, bed.Host); err != nil {
-		t.Fatal(err)
-	}
+	fedtest.EnableDeployments(t, bed.Host)
 	return b
 }
 
@@ -177,7 +176,7 @@ func (b *kwokBed) addControllers(mgr ctrl.Manager, members *clustercache.Cache) 
 // what the scheduler sees of any workload that has no Pod there.
 func (b *kwokBed) waitForRoom(t *testing.T, cluster string, free corev1.ResourceList) {
 	t.Helper()
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("free room %v in %s", free, cluster), func(context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("free room %v in %s", free, cluster), func(context.Context) (bool, string) {
 		err := check(b.src.Capacity(cluster, "any", nil), framework.Capacity{Free: free})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -245,7 +244,7 @@ func (b *kwokBed) runInMember(t *testing.T, member string, d *appsv1.Deployment)
 func (b *kwokBed) waitForRunning(t *testing.T, member, namespace, name string, replicas int32) {
 	t.Helper()
 	c := b.Members[member]
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("%d replicas of %s/%s running in %s", replicas, namespace, name, member), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("%d replicas of %s/%s running in %s", replicas, namespace, name, member), func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -281,7 +280,7 @@ func (b *kwokBed) deleteInMember(t *testing.T, member, namespace, name string) {
 	c := b.Members[member]
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	must(t, c.Delete(t.Context(), d, client.PropagationPolicy(metav1.DeletePropagationForeground)))
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("the Pods of %s/%s gone from %s", namespace, name, member), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("the Pods of %s/%s gone from %s", namespace, name, member), func(ctx context.Context) (bool, string) {
 		pods := &corev1.PodList{}
 		if err := c.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels{"app": name}); err != nil {
 			return false, err.Error()
@@ -296,7 +295,7 @@ func (b *kwokBed) deleteInMember(t *testing.T, member, namespace, name string) {
 // CPV records none.
 func (b *kwokBed) waitForPlacement(t *testing.T, namespace, name string, want map[string]int32) {
 	t.Helper()
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("%s placed as %v", name, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("%s placed as %v", name, want), func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := b.Host.Get(ctx, cpvKey(namespace, name), cpv); err != nil {
 			return false, err.Error()
@@ -345,7 +344,7 @@ func cpvKey(namespace, name string) client.ObjectKey {
 // condition is True with message.
 func (b *kwokBed) waitForScheduledMessage(t *testing.T, namespace, name, message string) {
 	t.Helper()
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("%s: Scheduled True, %q", name, message), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("%s: Scheduled True, %q", name, message), func(ctx context.Context) (bool, string) {
 		fd := &typesv1beta1.FederatedDeployment{}
 		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, fd); err != nil {
 			return false, err.Error()
@@ -359,7 +358,7 @@ func (b *kwokBed) waitForScheduledMessage(t *testing.T, namespace, name, message
 // Healthy, and no other cluster.
 func (b *kwokBed) waitForHealthy(t *testing.T, namespace, name string, clusters ...string) {
 	t.Helper()
-	inprocess.Eventually(t, kwokSettled, fmt.Sprintf("%s Healthy in %v", name, clusters), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, kwokSettled, fmt.Sprintf("%s Healthy in %v", name, clusters), func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := b.Host.Get(ctx, cpvKey(namespace, name), cpv); err != nil {
 			return false, err.Error()

@@ -19,6 +19,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/internal/scheduler/capacitysource"
 	"github.com/fedwarden/fedwarden/internal/scheduler/framework"
+	"github.com/fedwarden/fedwarden/test/poll"
 )
 
 const (
@@ -66,7 +67,7 @@ func TestCapacity(t *testing.T) {
 		Free:      list("cpu", "5", "memory", "11Gi", "pods", "219"),
 		QuotaFree: list("cpu", "7", "pods", "3"),
 	}
-	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
+	poll.Eventually(t, 20*time.Second, "the capacity once synced", poll.NoError(func(context.Context) error { return check(src.Capacity(member, namespace, nil), want) }))
 	waitForChange(t, changes, "once synced")
 	// For the workload that owns the pod, the room it holds is free.
 	own := labels.SelectorFromSet(labels.Set{"app": "web"})
@@ -80,7 +81,7 @@ func TestCapacity(t *testing.T) {
 	drain(changes)
 	cordon(ctx, t, kube, "node-b")
 	want.Free = list("cpu", "3", "memory", "7Gi", "pods", "109")
-	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
+	poll.Eventually(t, 20*time.Second, "the capacity after the change", poll.NoError(func(context.Context) error { return check(src.Capacity(member, namespace, nil), want) }))
 	waitForChange(t, changes, "after a node is cordoned")
 	if err := check(src.Capacity(member, "other", nil), framework.Capacity{Free: want.Free}); err != nil {
 		t.Errorf("namespace without quota: %v", err)
@@ -92,7 +93,7 @@ func TestCapacity(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Free = list("cpu", "4", "memory", "8Gi", "pods", "110")
-	eventually(t, func() error { return check(src.Capacity(member, namespace, nil), want) })
+	poll.Eventually(t, 20*time.Second, "the capacity after the change", poll.NoError(func(context.Context) error { return check(src.Capacity(member, namespace, nil), want) }))
 }
 
 // populate creates the nodes, the pod and the quota.
@@ -211,22 +212,6 @@ func drain(changes <-chan string) {
 		default:
 			return
 		}
-	}
-}
-
-// eventually polls cond until it returns nil, failing after 20 seconds.
-func eventually(t *testing.T, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still failing after 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
