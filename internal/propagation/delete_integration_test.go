@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/inprocess"
 )
 
 // keepFinalizersMessage is the refusal of the policy keepFinalizers
@@ -52,7 +53,7 @@ func TestADeletionThatCannotRemoveItsFinalizerSaysWhy(t *testing.T) {
 	unbind()
 	// The controller retries with a growing backoff: the bound leaves room
 	// for it.
-	inprocess.Eventually(t, 3*time.Minute, fmt.Sprintf("%s/stuck to be gone from the host", ns), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 3*time.Minute, fmt.Sprintf("%s/stuck to be gone from the host", ns), func(ctx context.Context) (bool, string) {
 		err := tb.Host.Get(ctx, client.ObjectKeyFromObject(fd), fd.DeepCopy())
 		return apierrors.IsNotFound(err), fmt.Sprintf("still there (%v)", err)
 	})
@@ -104,7 +105,7 @@ func (tb bed) keepFinalizers(t *testing.T, ns string, fed *unstructured.Unstruct
 		probe.SetFinalizers(nil)
 		return tb.Host.Patch(ctx, probe, client.MergeFrom(fed), client.DryRunAll)
 	}
-	inprocess.Eventually(t, propagated, "the policy to be enforced", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "the policy to be enforced", func(ctx context.Context) (bool, string) {
 		err := refused(ctx)
 		return apierrors.IsInvalid(err) || apierrors.IsForbidden(err), fmt.Sprintf("a dry-run removal of the finalizers: %v", err)
 	})
@@ -113,7 +114,7 @@ func (tb bed) keepFinalizers(t *testing.T, ns string, fed *unstructured.Unstruct
 		if err := tb.Host.Delete(ctx, binding); err != nil {
 			t.Fatal(err)
 		}
-		inprocess.Eventually(t, propagated, "the policy to be unbound", func(ctx context.Context) (bool, string) {
+		poll.Eventually(t, propagated, "the policy to be unbound", func(ctx context.Context) (bool, string) {
 			err := refused(ctx)
 			return err == nil || apierrors.IsNotFound(err), fmt.Sprintf("a dry-run removal of the finalizers: %v", err)
 		})

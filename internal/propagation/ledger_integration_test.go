@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/inprocess"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
@@ -39,7 +40,7 @@ func TestAHealWhoseStatusWriteFailsStaysInTheLedger(t *testing.T) {
 	unbind()
 
 	var got []typesv1beta1.DriftEpisode
-	inprocess.Eventually(t, propagated, "member-1's ledger to record the healed episode", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "member-1's ledger to record the healed episode", func(ctx context.Context) (bool, string) {
 		cpv, err := tb.cpv(ctx, ns, "web")
 		if err != nil {
 			return false, err.Error()
@@ -80,7 +81,7 @@ func (tb bed) refuseCPVStatusWrites(t *testing.T, namespace, resource, message s
 	tb.create(t, binding)
 	// The API server enforces a policy a moment after it is stored: a dry
 	// run of a status write tells when.
-	inprocess.Eventually(t, propagated, "the host to refuse status writes of CPVs", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "the host to refuse status writes of CPVs", func(ctx context.Context) (bool, string) {
 		cpv, err := tb.cpv(ctx, namespace, resource)
 		if err != nil {
 			return false, err.Error()

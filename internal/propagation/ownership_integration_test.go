@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/inprocess"
 )
 
 // TestADeletedResourceNeverDeletesAnOrphanedCopyItNeverWrote is the
@@ -51,7 +52,7 @@ func TestADeletedResourceNeverDeletesAnOrphanedCopyItNeverWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb.create(t, later)
-	inprocess.Eventually(t, propagated, "the new resource's CPV: member-1 ApplyFailed", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "the new resource's CPV: member-1 ApplyFailed", func(ctx context.Context) (bool, string) {
 		cpv, err := tb.cpv(ctx, ns, "web")
 		if err != nil {
 			return false, err.Error()

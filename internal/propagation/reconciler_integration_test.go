@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -175,7 +177,7 @@ func TestAHandEditInAMemberIsHealedUnderEnforce(t *testing.T) {
 	if err := tb.Members[member2].Delete(t.Context(), gone); err != nil {
 		t.Fatal(err)
 	}
-	inprocess.Eventually(t, propagated, "the deleted copy to be created again", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "the deleted copy to be created again", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := tb.Members[member2].Get(ctx, client.ObjectKeyFromObject(gone), d); err != nil {
 			return false, err.Error()
@@ -252,7 +254,7 @@ func TestAnUnreachableMemberIsReportedAndLosesNothing(t *testing.T) {
 	down := tb.Fed.Member(outageMember)
 	tb.stopMember(t, down)
 	tb.patch(t, ns, "web", `{"spec":{"template":{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"nginx:1.29"}]}}}}}}`)
-	inprocess.Eventually(t, propagated, "the CPV to report "+outageMember+" Unreachable at template version 1", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "the CPV to report "+outageMember+" Unreachable at template version 1", func(ctx context.Context) (bool, string) {
 		cpv, err := tb.cpv(ctx, ns, "web")
 		if err != nil {
 			return false, err.Error()
@@ -438,7 +440,7 @@ func (tb bed) restartMember(t *testing.T, m *localfed.Cluster) {
 
 func (tb bed) waitForReady(t *testing.T, name string, status metav1.ConditionStatus, reason string, timeout time.Duration) {
 	t.Helper()
-	inprocess.Eventually(t, timeout, fmt.Sprintf("FederatedCluster %s: Ready %s (%s)", name, status, reason), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, timeout, fmt.Sprintf("FederatedCluster %s: Ready %s (%s)", name, status, reason), func(ctx context.Context) (bool, string) {
 		fc := &corev1beta1.FederatedCluster{}
 		if err := tb.Host.Get(ctx, client.ObjectKey{Name: name}, fc); err != nil {
 			return false, err.Error()
@@ -514,7 +516,7 @@ func (tb bed) patch(t *testing.T, namespace, name, patch string) {
 // an update by another field manager.
 func (tb bed) editImage(t *testing.T, member, namespace, name, image string) {
 	t.Helper()
-	inprocess.Eventually(t, propagated, "editing the copy in "+member, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, "editing the copy in "+member, func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := tb.Members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -530,7 +532,7 @@ func (tb bed) editImage(t *testing.T, member, namespace, name, image string) {
 // waitForImage waits, as what, until the copy of name in member has image.
 func (tb bed) waitForImage(t *testing.T, member, namespace, name, image, what string) {
 	t.Helper()
-	inprocess.Eventually(t, propagated, what, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, what, func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
 		if err := tb.Members[member].Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, d); err != nil {
 			return false, err.Error()
@@ -565,7 +567,7 @@ func (tb bed) cpv(ctx context.Context, namespace, name string) (*typesv1beta1.Cl
 func (tb bed) waitForCPV(t *testing.T, namespace, name string, template, override typesv1beta1.Version, clusters ...string) *typesv1beta1.ClusterPropagatedVersion {
 	t.Helper()
 	var cpv *typesv1beta1.ClusterPropagatedVersion
-	inprocess.Eventually(t, propagated, fmt.Sprintf("the CPV of %s/%s: versions %s and %s, InSync in %v", namespace, name, template, override, clusters), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, fmt.Sprintf("the CPV of %s/%s: versions %s and %s, InSync in %v", namespace, name, template, override, clusters), func(ctx context.Context) (bool, string) {
 		var err error
 		if cpv, err = tb.cpv(ctx, namespace, name); err != nil {
 			return false, err.Error()
@@ -639,7 +641,7 @@ type outcome struct{ reason, message string }
 // its reason and a message holding want's.
 func (tb bed) waitForFederatedStatus(t *testing.T, namespace, name string, status metav1.ConditionStatus, reason string, want map[string]outcome) {
 	t.Helper()
-	inprocess.Eventually(t, propagated, fmt.Sprintf("the status of %s/%s: Propagated %s (%s), clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, fmt.Sprintf("the status of %s/%s: Propagated %s (%s), clusters %v", namespace, name, status, reason, want), func(ctx context.Context) (bool, string) {
 		st, err := tb.federatedStatus(ctx, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -663,7 +665,7 @@ func (tb bed) waitForFederatedStatus(t *testing.T, namespace, name string, statu
 func (tb bed) waitForCondition(t *testing.T, namespace, name, typ string, parts ...string) metav1.Condition {
 	t.Helper()
 	var got metav1.Condition
-	inprocess.Eventually(t, propagated, fmt.Sprintf("condition %s of %s/%s to say %q", typ, namespace, name, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, fmt.Sprintf("condition %s of %s/%s to say %q", typ, namespace, name, parts), func(ctx context.Context) (bool, string) {
 		st, err := tb.federatedStatus(ctx, namespace, name)
 		if err != nil {
 			return false, err.Error()
@@ -682,7 +684,7 @@ func (tb bed) waitForCondition(t *testing.T, namespace, name, typ string, parts 
 // hold every part.
 func (tb bed) waitForEvent(t *testing.T, namespace, name string, parts ...string) {
 	t.Helper()
-	inprocess.Eventually(t, propagated, fmt.Sprintf("an Event of %s/%s saying %q", namespace, name, parts), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, fmt.Sprintf("an Event of %s/%s saying %q", namespace, name, parts), func(ctx context.Context) (bool, string) {
 		list := &corev1.EventList{}
 		if err := tb.Host.List(ctx, list, client.InNamespace(namespace)); err != nil {
 			return false, err.Error()
@@ -708,7 +710,7 @@ func (tb bed) waitForEvent(t *testing.T, namespace, name string, parts ...string
 // waitForAbsent waits until obj is gone from c.
 func (tb bed) waitForAbsent(t *testing.T, c client.Client, obj client.Object, where string) {
 	t.Helper()
-	inprocess.Eventually(t, propagated, fmt.Sprintf("%T %s to be gone from %s", obj, client.ObjectKeyFromObject(obj), where), func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, propagated, fmt.Sprintf("%T %s to be gone from %s", obj, client.ObjectKeyFromObject(obj), where), func(ctx context.Context) (bool, string) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
 		if apierrors.IsNotFound(err) {
 			return true, ""

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -235,7 +237,7 @@ func TestPlanAResourceCreatedAgain(t *testing.T) {
 	if err := b.Host.Delete(t.Context(), earlier); err != nil {
 		t.Fatal(err)
 	}
-	inprocess.Eventually(t, settled, "the earlier resource to be gone", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settled, "the earlier resource to be gone", func(ctx context.Context) (bool, string) {
 		err := b.Host.Get(ctx, client.ObjectKeyFromObject(earlier), object(t, orphaned))
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -313,7 +315,7 @@ func TestPlanReportsTheDriftItWouldOverwrite(t *testing.T) {
 	if err := b.Members[member1].Patch(t.Context(), d, client.RawPatch(types.MergePatchType, handEdit), client.FieldOwner("hand-edit")); err != nil {
 		t.Fatal(err)
 	}
-	inprocess.Eventually(t, settled, "the CPV to report the hand edit", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settled, "the CPV to report the hand edit", func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deployment-web"}, cpv); err != nil {
 			return false, err.Error()
@@ -572,7 +574,7 @@ func mustJSON(t *testing.T, r plan.Report) string {
 // 1) waits for an approval.
 func awaitApproval(t *testing.T, b *inprocess.Bed, ns string) {
 	t.Helper()
-	inprocess.Eventually(t, settled, "revision 2 to reach member-1 and wave main to await an approval", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settled, "revision 2 to reach member-1 and wave main to await an approval", func(ctx context.Context) (bool, string) {
 		fed := &unstructured.Unstructured{}
 		fed.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
 		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, fed); err != nil {
@@ -615,7 +617,7 @@ func place(t *testing.T, b *inprocess.Bed, ns, doc, cpvName string) {
 	if err := b.Host.Create(t.Context(), u); err != nil {
 		t.Fatal(err)
 	}
-	inprocess.Eventually(t, settled, "the resource to be placed on both members", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settled, "the resource to be placed on both members", func(ctx context.Context) (bool, string) {
 		cpv := &typesv1beta1.ClusterPropagatedVersion{}
 		if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: cpvName}, cpv); err != nil {
 			return false, err.Error()
@@ -693,7 +695,7 @@ func refuseLatest(t *testing.T, b *inprocess.Bed, ns, message string) {
 		_ = member.Delete(context.Background(), binding)
 		_ = member.Delete(context.Background(), policy)
 	})
-	inprocess.Eventually(t, 30*time.Second, "member-2 to enforce the policy", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, 30*time.Second, "member-2 to enforce the policy", func(ctx context.Context) (bool, string) {
 		d := deployment(t, b, member2, ns)
 		d.Spec.Template.Spec.Containers[0].Image = "nginx:latest"
 		err := member.Update(ctx, d, client.DryRunAll)
