@@ -199,7 +199,7 @@ func awaitHandEdit(t *testing.T, b *inprocess.Bed, r *caseRun) {
 		if err != nil {
 			return false, err.Error()
 		}
-		if ok, why := s.settled(*r.start); !ok {
+		if ok, why := s.settled(*r.start, r.opts.Pull); !ok {
 			return false, why + "; " + s.String()
 		}
 		entry, cp := s.entries[r.edited], s.copies[r.edited]
@@ -266,7 +266,7 @@ func awaitSettled(t *testing.T, b *inprocess.Bed, r *caseRun, sp spec, what stri
 		if err != nil {
 			return false, err.Error()
 		}
-		ok, why := s.settled(sp)
+		ok, why := s.settled(sp, r.opts.Pull)
 		return ok, why + "; " + s.String()
 	})
 }

@@ -81,7 +81,7 @@ func (s state) placed() map[string]bool {
 // resource's generation (and acted on its resync), each placed cluster's
 // entry agrees with its copy, no copy is left where the resource is not
 // placed, and no wave is under way that can go on.
-func (s state) settled(sp spec) (bool, string) {
+func (s state) settled(sp spec, pull []string) (bool, string) {
 	if s.fed == nil || s.cpv == nil {
 		return false, "no resource or no CPV yet"
 	}
@@ -98,6 +98,10 @@ func (s state) settled(sp spec) (bool, string) {
 	for _, m := range members {
 		if ok, why := s.clusterSettled(m, placed[m], sp.alert()); !ok {
 			return false, m + ": " + why
+		}
+		// A Pull cluster's agent records the resync it acted on.
+		if e, ok := s.entries[m]; ok && sp.resync != "" && slices.Contains(pull, m) && e.Resync != sp.resync {
+			return false, m + ": its agent has not acted on resync " + sp.resync
 		}
 	}
 	if !sp.waves {
@@ -131,7 +135,11 @@ func (s state) clusterSettled(m string, placed, alert bool) (bool, string) {
 		return false, "placed, no entry"
 	}
 	switch entry.State {
-	case typesv1beta1.InSync, typesv1beta1.RolloutPending:
+	case typesv1beta1.InSync:
+		// A Pull cluster's agent writes its entry after the host's sync.
+		current := entry.TemplateVersion == s.cpv.Status.TemplateVersion && entry.OverrideVersion == s.cpv.Status.OverrideVersion
+		return current && cp != nil && entry.Version == cp.ResourceVersion, "entry InSync at " + string(entry.TemplateVersion) + "/" + string(entry.OverrideVersion) + " of version " + entry.Version
+	case typesv1beta1.RolloutPending:
 		return cp != nil && entry.Version == cp.ResourceVersion, "entry " + string(entry.State) + " of version " + entry.Version
 	case typesv1beta1.ModifiedOutOfBand:
 		return alert && cp != nil && entry.Version == cp.ResourceVersion, "entry ModifiedOutOfBand of version " + entry.Version
