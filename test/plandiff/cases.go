@@ -70,6 +70,10 @@ type spec struct {
 	waves  bool
 	image  string
 	resync string
+	// approve is fedwarden.io/approve-wave; allAtOnce sets
+	// fedwarden.io/rollout-all-at-once.
+	approve   string
+	allAtOnce bool
 }
 
 func (s spec) String() string {
@@ -86,6 +90,12 @@ func (s spec) String() string {
 	if s.resync != "" {
 		parts = append(parts, "resync "+s.resync)
 	}
+	if s.approve != "" {
+		parts = append(parts, "approve-wave "+s.approve)
+	}
+	if s.allAtOnce {
+		parts = append(parts, "rollout-all-at-once")
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -96,8 +106,18 @@ func (s spec) alert() bool { return s.remediation == typesv1beta1.RemediationAle
 func (s spec) doc(ns string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: types.kubefed.io/v1beta1\nkind: FederatedDeployment\nmetadata:\n  name: web\n  namespace: %s\n", ns)
+	var annotations []string
 	if s.resync != "" {
-		fmt.Fprintf(&b, "  annotations: {%s: %q}\n", typesv1beta1.AnnotationResync, s.resync)
+		annotations = append(annotations, fmt.Sprintf("%s: %q", typesv1beta1.AnnotationResync, s.resync))
+	}
+	if s.approve != "" {
+		annotations = append(annotations, fmt.Sprintf("%s: %q", typesv1beta1.AnnotationApproveWave, s.approve))
+	}
+	if s.allAtOnce {
+		annotations = append(annotations, typesv1beta1.AnnotationAllAtOnce+`: "true"`)
+	}
+	if len(annotations) > 0 {
+		fmt.Fprintf(&b, "  annotations: {%s}\n", strings.Join(annotations, ", "))
 	}
 	fmt.Fprintf(&b, "spec:\n  placement: %s\n", s.placement.yaml)
 	if s.override > 0 {
@@ -150,6 +170,16 @@ var changes = []change{
 	}},
 	{name: "remediation Enforce", change: func(_ *rand.Rand, s spec) spec { s.remediation = typesv1beta1.RemediationEnforce; return s }},
 	{name: "a resync annotation", change: func(r *rand.Rand, s spec) spec { s.resync = "resync-" + strconv.Itoa(r.IntN(1000)); return s }},
+	// Revision 2 is the one a rollout that started mid-way rolls out, and
+	// the one a new image makes of a resource that did not.
+	{name: "the approval of wave main of revision 2", change: func(r *rand.Rand, s spec) spec {
+		s.approve = "2/1"
+		if r.IntN(2) == 0 {
+			s.image = nextImage(s.image)
+		}
+		return s
+	}},
+	{name: "all at once, and a new image", change: func(_ *rand.Rand, s spec) spec { s.allAtOnce, s.image = true, nextImage(s.image); return s }},
 }
 
 func nextImage(image string) string {
@@ -173,7 +203,10 @@ type Case struct {
 	// start is the resource before the change; nil: the host does not have
 	// it yet, and the change creates it.
 	start *spec
-	edit  edit
+	// rolled, when set, is applied once start has settled: a new image,
+	// which a rollout in waves holds back from the paused wave main.
+	rolled *spec
+	edit   edit
 	// editLast: the hand edit is made in the last member with a copy, else
 	// in the first.
 	editLast bool
@@ -186,6 +219,9 @@ func (c Case) String() string {
 	start := "no resource"
 	if c.start != nil {
 		start = c.start.String()
+		if c.rolled != nil {
+			start += "; then " + c.rolled.image + ", held back from wave main"
+		}
 		if c.edit != editNone {
 			which := "first"
 			if c.editLast {
@@ -201,8 +237,18 @@ func (c Case) String() string {
 	return fmt.Sprintf("case %d: from %s; change: %s", c.n, start, to)
 }
 
+// current is the resource as it is before the change: rolled if set,
+// else start, which must be set.
+func (c Case) current() spec {
+	if c.rolled != nil {
+		return *c.rolled
+	}
+	return *c.start
+}
+
 // Generate makes n cases from seed. The kind of change cycles, so that
-// each comes often; every ninth case creates its resource; the rest is
+// each comes often; every ninth case creates its resource; a rollout in waves is under
+// way at the start of every other case that has one; the rest is
 // drawn.
 func Generate(seed uint64, n int) []Case {
 	r := rand.New(rand.NewPCG(seed, 0x706c616e))
@@ -229,9 +275,14 @@ func Generate(seed uint64, n int) []Case {
 			continue
 		}
 		c.start = &s
+		if s.waves && r.IntN(2) == 0 {
+			rolled := s
+			rolled.image = nextImage(s.image)
+			c.rolled = &rolled
+		}
 		c.edit = []edit{editNone, editScale, editScale, editDelete}[r.IntN(4)]
 		c.editLast = r.IntN(2) == 0
-		c.planned = c.change.change(r, s)
+		c.planned = c.change.change(r, c.current())
 		cases[i] = c
 	}
 	return cases

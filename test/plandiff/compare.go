@@ -73,7 +73,7 @@ func compare(t *testing.T, r *caseRun, after state) {
 		if found == nil {
 			continue
 		}
-		if d := knownDisagreement(c, r.before.entries[m], found[0].got); d != "" {
+		if d := knownDisagreement(c, r.report.Rollout, r.before.entries[m], after.entries[m], found[0].got); d != "" {
 			known = append(known, fmt.Sprintf("%s (%s)", strings.Join(found.texts(), "; "), d))
 		} else {
 			problems = append(problems, found.texts()...)
@@ -133,10 +133,11 @@ func compareAction(m string, c plan.Cluster, r *caseRun, after state) difference
 }
 
 // knownDisagreement names the disagreement this test found that explains
-// plan's prediction c for a cluster whose CPV entry was prev before the
-// change, where the controller did got; "" when none does. Each is kept
-// in view with t.Skip until plan follows the controller.
-func knownDisagreement(c plan.Cluster, prev typesv1beta1.ClusterVersion, got string) string {
+// plan's prediction c (with its rollout ro) for a cluster whose CPV entry
+// was prev before the change and is now entry, where the controller did
+// got; "" when none does. Each is kept in view with t.Skip until plan
+// follows the controller.
+func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1.ClusterVersion, got string) string {
 	switch {
 	case c.Action == plan.ActionUpdate && c.Now && c.Diff == "" && c.OverwritesDrift == nil &&
 		strings.HasPrefix(c.Reason, "kubefed.io/resync has a new value") && got == string(plan.ActionUnchanged):
@@ -146,6 +147,13 @@ func knownDisagreement(c plan.Cluster, prev typesv1beta1.ClusterVersion, got str
 	case c.Pull && isDrift(prev.State):
 		// Plan decides a Pull cluster from its entry's versions alone.
 		return fmt.Sprintf("a Pull cluster whose agent reports %s: plan leaves the drift and the remediation out", prev.State)
+	case c.Held && c.Action == plan.ActionUnchanged && got == string(plan.ActionUnchanged) &&
+		entry.State == typesv1beta1.InSync && int64(entry.TargetRevision) == ro.Revision && int64(prev.TargetRevision) == c.TargetRevision:
+		// The new revision's content is that of the revision the cluster
+		// is held at (an undo): the controller gives it the new revision
+		// at once, its copy unwritten.
+		return fmt.Sprintf("a cluster held at revision %d, whose content revision %d has again: plan keeps it held there, the controller gives it revision %d at once",
+			c.TargetRevision, ro.Revision, ro.Revision)
 	}
 	return ""
 }

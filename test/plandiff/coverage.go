@@ -24,6 +24,9 @@ const (
 	Resync        = "a resync annotation"
 	NewResource   = "a new resource"
 	HostPlan      = "plan KIND/NAME"
+	MidRollout    = "a rollout in waves under way"
+	Approval      = "an approval of a paused wave"
+	AllAtOnce     = "a rollout all at once"
 	Created       = "predicted Create"
 	Updated       = "predicted Update now"
 	Held          = "predicted Update held by a wave"
@@ -35,7 +38,7 @@ const (
 )
 
 // AllDimensions are the counts the cases of the Push bed must all have.
-var AllDimensions = []string{ByNames, BySelector, BySpread, Override, AlertEdit, EnforceEdit, Waves, Resync, NewResource, HostPlan,
+var AllDimensions = []string{ByNames, BySelector, BySpread, Override, AlertEdit, EnforceEdit, Waves, Resync, NewResource, HostPlan, MidRollout, Approval, AllAtOnce,
 	Created, Updated, Held, Deleted, Unchanged, NotPlaced, OverDrift}
 
 type coverage struct {
@@ -49,7 +52,7 @@ func newCoverage() *coverage { return &coverage{counts: map[string]int{}} }
 func (c *coverage) add(r *caseRun) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range []*spec{r.start, &r.planned} {
+	for _, s := range []*spec{r.start, r.rolled, &r.planned} {
 		if s == nil {
 			continue
 		}
@@ -60,12 +63,15 @@ func (c *coverage) add(r *caseRun) {
 		}
 	}
 	c.count(Override, r.planned.override > 0 || r.start != nil && r.start.override > 0)
-	c.count(AlertEdit, r.edit != editNone && r.start.alert())
-	c.count(EnforceEdit, r.edit != editNone && !r.start.alert())
+	c.count(AlertEdit, r.edit != editNone && r.current().alert())
+	c.count(EnforceEdit, r.edit != editNone && !r.current().alert())
 	c.count(Waves, r.planned.waves)
 	c.count(Resync, r.planned.resync != "")
 	c.count(NewResource, r.start == nil)
 	c.count(HostPlan, r.change.host && r.start != nil)
+	c.count(MidRollout, r.rolled != nil)
+	c.count(Approval, r.planned.approve != "" && r.planned.waves)
+	c.count(AllAtOnce, r.planned.allAtOnce && r.planned.waves)
 	for _, cl := range r.report.Clusters {
 		c.count(Created, cl.Action == plan.ActionCreate)
 		c.count(Updated, cl.Action == plan.ActionUpdate && cl.Now)

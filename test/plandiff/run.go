@@ -82,9 +82,11 @@ type caseRun struct {
 	Case
 	opts Options
 	ns   string
-	// edited is the member whose copy was edited by hand.
-	edited string
-	report plan.Report
+	// edited is the member whose copy was edited by hand, editedCopy
+	// that copy as the edit left it (as it was, for a deletion).
+	edited     string
+	editedCopy *appsv1.Deployment
+	report     plan.Report
 	// planJSON is plan's output, the rendered copies cut short.
 	planJSON string
 	before   state
@@ -108,6 +110,16 @@ func runBatch(t *testing.T, b *inprocess.Bed, opts Options, cov *coverage, batch
 	for _, r := range runs {
 		if r.start != nil {
 			awaitSettled(t, b, r, *r.start, "the starting state")
+		}
+	}
+	for _, r := range runs {
+		if r.rolled != nil {
+			apply(t, b, r.ns, *r.rolled)
+		}
+	}
+	for _, r := range runs {
+		if r.rolled != nil {
+			awaitSettled(t, b, r, *r.rolled, "the rollout of "+r.rolled.image)
 		}
 	}
 	for _, r := range runs {
@@ -176,7 +188,7 @@ func editByHand(t *testing.T, b *inprocess.Bed, r *caseRun) {
 	if r.edited == "" {
 		t.Fatalf("%s: no member has a copy to edit; state %s", r.label(), s)
 	}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "web"}}
+	d := s.copies[r.edited]
 	var err error
 	switch r.edit {
 	case editScale:
@@ -187,11 +199,13 @@ func editByHand(t *testing.T, b *inprocess.Bed, r *caseRun) {
 	if err != nil {
 		t.Fatalf("%s: editing %s's copy by hand: %v", r.label(), r.edited, err)
 	}
+	r.editedCopy = d
 }
 
 // awaitHandEdit waits until the controller has seen the hand edit: under
 // Alert, the CPV reports it and the copy stays edited; under Enforce, the
-// copy is written back, and the CPV's ledger has the episode.
+// copy is written back (created again), and the CPV's entry says it is in
+// sync, or held by a rollout in waves.
 func awaitHandEdit(t *testing.T, b *inprocess.Bed, r *caseRun) {
 	t.Helper()
 	inprocess.Eventually(t, settleTimeout, r.label()+": the controller to see the hand edit of "+r.edited, func(ctx context.Context) (bool, string) {
@@ -199,17 +213,21 @@ func awaitHandEdit(t *testing.T, b *inprocess.Bed, r *caseRun) {
 		if err != nil {
 			return false, err.Error()
 		}
-		if ok, why := s.settled(*r.start, r.opts.Pull); !ok {
+		if ok, why := s.settled(r.current(), r.opts.Pull); !ok {
 			return false, why + "; " + s.String()
 		}
 		entry, cp := s.entries[r.edited], s.copies[r.edited]
 		switch {
-		case r.start.alert() && r.edit == editScale:
+		case r.current().alert() && r.edit == editScale:
 			return entry.State == typesv1beta1.ModifiedOutOfBand && cp != nil && replicasOf(cp) == 5, s.String()
-		case r.start.alert():
+		case r.current().alert():
 			return entry.State == typesv1beta1.Missing && cp == nil, s.String()
+		case cp == nil || entry.State != typesv1beta1.InSync && entry.State != typesv1beta1.RolloutPending:
+			return false, s.String()
+		case r.edit == editScale:
+			return cp.ResourceVersion != r.editedCopy.ResourceVersion && replicasOf(cp) != 5, s.String()
 		default:
-			return entry.State == typesv1beta1.InSync && cp != nil && replicasOf(cp) != 5 && len(entry.DriftHistory) > 0, s.String()
+			return cp.UID != r.editedCopy.UID, s.String()
 		}
 	})
 }
