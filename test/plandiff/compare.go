@@ -147,11 +147,13 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 	case c.Pull && isDrift(prev.State):
 		// Plan decides a Pull cluster from its entry's versions alone.
 		return fmt.Sprintf("a Pull cluster whose agent reports %s: plan leaves the drift and the remediation out", prev.State)
-	case c.Held && c.Action == plan.ActionUnchanged && got == string(plan.ActionUnchanged) &&
+	case c.Held && got == string(plan.ActionUnchanged) &&
 		entry.State == typesv1beta1.InSync && int64(entry.TargetRevision) == ro.Revision && int64(prev.TargetRevision) == c.TargetRevision:
 		// The new revision's content is that of the revision the cluster
-		// is held at (an undo): the controller gives it the new revision
-		// at once, its copy unwritten.
+		// is held at (an undo): the controller (or a Pull cluster's agent)
+		// gives it the new revision at once, its copy unwritten. Plan says
+		// Unchanged, held, for a Push cluster, and Update, held, for a
+		// Pull cluster.
 		return fmt.Sprintf("a cluster held at revision %d, whose content revision %d has again: plan keeps it held there, the controller gives it revision %d at once",
 			c.TargetRevision, ro.Revision, ro.Revision)
 	}

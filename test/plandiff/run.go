@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -38,7 +39,8 @@ type Options struct {
 	Batches int
 	// Pull are the members joined in Pull mode.
 	Pull []string
-	// Require are the coverage counts (see coverage) that must not be 0.
+	// Require are the coverage counts (see coverage) that must not be 0
+	// with the default seed; another seed may leave some out.
 	Require []string
 }
 
@@ -51,7 +53,13 @@ func Run(t *testing.T, b *inprocess.Bed, opts Options) {
 	cases := Generate(opts.Seed, opts.Cases)
 	t.Logf("%d cases from seed %d (%s=%d reproduces them)", len(cases), opts.Seed, SeedEnv, opts.Seed)
 	cov := newCoverage()
-	t.Cleanup(func() { cov.check(t, opts.Require) })
+	t.Cleanup(func() {
+		if opts.Seed == defaultSeed {
+			cov.check(t, opts.Require)
+		} else {
+			cov.check(t, nil)
+		}
+	})
 	for i := range opts.Batches {
 		var batch []Case
 		for j := i; j < len(cases); j += opts.Batches {
@@ -156,16 +164,20 @@ func apply(t *testing.T, b *inprocess.Bed, ns string, s spec) {
 	if err := yaml.Unmarshal([]byte(s.doc(ns)), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(u.GroupVersionKind())
-	err := b.Host.Get(t.Context(), client.ObjectKeyFromObject(u), current)
-	switch {
-	case apierrors.IsNotFound(err):
-		err = b.Host.Create(t.Context(), u)
-	case err == nil:
+	// The controller writes the resource's status meanwhile.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(u.GroupVersionKind())
+		err := b.Host.Get(t.Context(), client.ObjectKeyFromObject(u), current)
+		switch {
+		case apierrors.IsNotFound(err):
+			return b.Host.Create(t.Context(), u)
+		case err != nil:
+			return err
+		}
 		u.SetResourceVersion(current.GetResourceVersion())
-		err = b.Host.Update(t.Context(), u)
-	}
+		return b.Host.Update(t.Context(), u)
+	})
 	if err != nil {
 		t.Fatalf("applying %s in %s: %v", s, ns, err)
 	}

@@ -36,7 +36,7 @@ import (
 // startTimeout bounds the start of the bed, its joins and its agent.
 const startTimeout = 5 * time.Minute
 
-// TestPlanAgreesWithTheControllerOnAPullMember: for 18 generated cases,
+// TestPlanAgreesWithTheControllerOnAPullMember: for 27 generated cases,
 // plan's prediction for the Push member-1 and the Pull member-2 is what
 // the host's controller and member-2's agent then do.
 func TestPlanAgreesWithTheControllerOnAPullMember(t *testing.T) {
@@ -45,7 +45,7 @@ func TestPlanAgreesWithTheControllerOnAPullMember(t *testing.T) {
 	}
 	b := startPullBed(t)
 	plandiff.Run(t, b, plandiff.Options{
-		Seed: plandiff.Seed(t), Cases: 18, Batches: 3, Pull: []string{plandiff.Member2},
+		Seed: plandiff.Seed(t), Cases: 27, Batches: 3, Pull: []string{plandiff.Member2},
 		Require: []string{plandiff.PullPredicted, plandiff.AlertEdit, plandiff.Created, plandiff.Updated, plandiff.Deleted},
 	})
 }
