@@ -22,8 +22,6 @@ var members = []string{Member1, Member2}
 const (
 	// SeedEnv overrides the generator's seed.
 	SeedEnv = "FEDWARDEN_PLAN_DIFF_SEED"
-	// defaultSeed makes the cases the same on every run.
-	defaultSeed = 29
 	// tierLabel is the FederatedCluster label the selectors choose by.
 	tierLabel = "plan-diff.fedwarden.io/tier"
 	// handEditor is the field manager of hand edits in the members.
@@ -288,12 +286,13 @@ func Generate(seed uint64, n int) []Case {
 	return cases
 }
 
-// Seed is the generator's seed: SeedEnv's value, else the default.
-func Seed(t *testing.T) uint64 {
+// Seed is the generator's seed: SeedEnv's value, else def, which makes
+// the cases the same on every run.
+func Seed(t *testing.T, def uint64) uint64 {
 	t.Helper()
 	v := os.Getenv(SeedEnv)
 	if v == "" {
-		return defaultSeed
+		return def
 	}
 	seed, err := strconv.ParseUint(v, 10, 64)
 	if err != nil {

@@ -39,8 +39,11 @@ type Options struct {
 	Batches int
 	// Pull are the members joined in Pull mode.
 	Pull []string
+	// EditIn, when set, is the member hand edits are made in when it has a
+	// copy (a Pull member, say), rather than the case's first or last.
+	EditIn string
 	// Require are the coverage counts (see coverage) that must not be 0
-	// with the default seed; another seed may leave some out.
+	// with the test's own seed; one SeedEnv sets may leave some out.
 	Require []string
 }
 
@@ -54,7 +57,7 @@ func Run(t *testing.T, b *inprocess.Bed, opts Options) {
 	t.Logf("%d cases from seed %d (%s=%d reproduces them)", len(cases), opts.Seed, SeedEnv, opts.Seed)
 	cov := newCoverage()
 	t.Cleanup(func() {
-		if opts.Seed == defaultSeed {
+		if os.Getenv(SeedEnv) == "" {
 			cov.check(t, opts.Require)
 		} else {
 			cov.check(t, nil)
@@ -101,7 +104,11 @@ type caseRun struct {
 }
 
 func (r *caseRun) label() string {
-	return fmt.Sprintf("%s (namespace %s; seed %d)", r.Case, r.ns, r.opts.Seed)
+	var edited string
+	if r.edited != "" {
+		edited = "; edited in " + r.edited
+	}
+	return fmt.Sprintf("%s (namespace %s%s; seed %d)", r.Case, r.ns, edited, r.opts.Seed)
 }
 
 // runBatch takes the cases of batch through the steps together.
@@ -190,6 +197,9 @@ func editByHand(t *testing.T, b *inprocess.Bed, r *caseRun) {
 	order := slices.Clone(members)
 	if r.editLast {
 		slices.Reverse(order)
+	}
+	if r.opts.EditIn != "" {
+		order = slices.Insert(order, 0, r.opts.EditIn)
 	}
 	for _, m := range order {
 		if s.copies[m] != nil {

@@ -17,5 +17,5 @@ import (
 func TestPlanAgreesWithTheController(t *testing.T) {
 	b := shared.Bed(t)
 	t.Parallel()
-	plandiff.Run(t, b, plandiff.Options{Seed: plandiff.Seed(t), Cases: 54, Batches: 6, Require: plandiff.AllDimensions})
+	plandiff.Run(t, b, plandiff.Options{Seed: plandiff.Seed(t, 29), Cases: 54, Batches: 6, Require: plandiff.AllDimensions})
 }
