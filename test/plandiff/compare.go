@@ -147,8 +147,7 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 	case c.Pull && isDrift(prev.State):
 		// Plan decides a Pull cluster from its entry's versions alone.
 		return fmt.Sprintf("a Pull cluster whose agent reports %s: plan leaves the drift and the remediation out", prev.State)
-	case c.Held && got == string(plan.ActionUnchanged) &&
-		entry.State == typesv1beta1.InSync && int64(entry.TargetRevision) == ro.Revision && int64(prev.TargetRevision) == c.TargetRevision:
+	case c.Held && got == string(plan.ActionUnchanged) && int64(entry.TargetRevision) == ro.Revision && int64(prev.TargetRevision) == c.TargetRevision:
 		// The new revision's content is that of the revision the cluster
 		// is held at (an undo): the controller (or a Pull cluster's agent)
 		// gives it the new revision at once, its copy unwritten. Plan says
@@ -156,6 +155,12 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 		// Pull cluster.
 		return fmt.Sprintf("a cluster held at revision %d, whose content revision %d has again: plan keeps it held there, the controller gives it revision %d at once",
 			c.TargetRevision, ro.Revision, ro.Revision)
+	case c.Held && !c.Now && got == string(plan.ActionUpdate) && isDrift(prev.State) && int64(entry.TargetRevision) == c.TargetRevision &&
+		(entry.State == typesv1beta1.RolloutPending || entry.State == typesv1beta1.InSync):
+		// docs/plan.md, Limits: a held cluster is shown with the change
+		// it gets when no longer held, not with what the controller
+		// writes there meanwhile.
+		return fmt.Sprintf("a cluster held at revision %d whose drift the controller heals now, at that revision: plan shows only the write it gets when no longer held (a limit docs/plan.md states)", c.TargetRevision)
 	}
 	return ""
 }
@@ -172,13 +177,16 @@ func compareCluster(m string, c plan.Cluster, before, after state) []string {
 			problems = append(problems, m+": the copy written is not plan's rendered copy: "+why)
 		}
 	}
-	if c.Held && (entry.State != typesv1beta1.RolloutPending || int64(entry.TargetRevision) != c.TargetRevision) {
+	// A held copy that drifted under Alert stays so.
+	heldAsIs := entry.State == typesv1beta1.RolloutPending || isDrift(entry.State) && entry.State == prev.State
+	if c.Held && (!heldAsIs || int64(entry.TargetRevision) != c.TargetRevision) {
 		problems = append(problems, fmt.Sprintf("%s: plan holds it at revision %d, the CPV entry is %s at revision %d", m, c.TargetRevision, entry.State, entry.TargetRevision))
 	}
 	if c.Action == plan.ActionUnchanged && c.Placed && isDrift(prev.State) && entry.State != prev.State {
 		problems = append(problems, fmt.Sprintf("%s: plan leaves the drift (%s), the CPV entry is now %s", m, prev.State, entry.State))
 	}
-	if (c.OverwritesDrift != nil) != (isDrift(prev.State) && written) {
+	// A held write overwrites the drift when it is made.
+	if (c.OverwritesDrift != nil) != (isDrift(prev.State) && (c.Action == plan.ActionCreate || c.Action == plan.ActionUpdate)) {
 		problems = append(problems, fmt.Sprintf("%s: plan's overwritesDrift %+v, the CPV entry was %s before the write", m, c.OverwritesDrift, prev.State))
 	}
 	return problems
