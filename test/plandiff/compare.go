@@ -55,7 +55,7 @@ func expectedAction(c plan.Cluster, before *appsv1.Deployment) string {
 // after: per cluster, the action, the content it wrote, what a held
 // cluster and a drift left under Alert became, the placement and the
 // mode; and the versions. A case whose only differences are disagreements
-// this test found (see knownDisagreements) is skipped, with the evidence.
+// this test found (see knownDisagreement) is skipped, with the evidence.
 func compare(t *testing.T, r *caseRun, after state) {
 	t.Helper()
 	var problems, known []string
