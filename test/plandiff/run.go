@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +23,8 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/plan"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/inprocess"
 )
 
@@ -230,7 +232,7 @@ func editByHand(t *testing.T, b *inprocess.Bed, r *caseRun) {
 // sync, or held by a rollout in waves.
 func awaitHandEdit(t *testing.T, b *inprocess.Bed, r *caseRun) {
 	t.Helper()
-	inprocess.Eventually(t, settleTimeout, r.label()+": the controller to see the hand edit of "+r.edited, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleTimeout, r.label()+": the controller to see the hand edit of "+r.edited, func(ctx context.Context) (bool, string) {
 		s, err := readState(ctx, b, r.ns)
 		if err != nil {
 			return false, err.Error()
@@ -301,7 +303,7 @@ func observe(t *testing.T, b *inprocess.Bed, ns string) state {
 // namespace.
 func awaitSettled(t *testing.T, b *inprocess.Bed, r *caseRun, sp spec, what string) {
 	t.Helper()
-	inprocess.Eventually(t, settleTimeout, r.label()+": the controller to settle "+what, func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, settleTimeout, r.label()+": the controller to settle "+what, func(ctx context.Context) (bool, string) {
 		s, err := readState(ctx, b, r.ns)
 		if err != nil {
 			return false, err.Error()

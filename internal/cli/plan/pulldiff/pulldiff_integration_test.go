@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/test/poll"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,9 +23,9 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/agent"
-	"github.com/fedwarden/fedwarden/internal/cli/clitest"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
+	"github.com/fedwarden/fedwarden/internal/clitest"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/inprocess"
 	"github.com/fedwarden/fedwarden/internal/localfed"
@@ -83,7 +85,7 @@ func startPullBed(t *testing.T) *inprocess.Bed {
 		t.Fatalf("joining %s in Pull mode: exit code %d:\n%s", plandiff.Member2, code, stderr)
 	}
 	startAgent(ctx, t, b, agentHost)
-	inprocess.Eventually(t, startTimeout, plandiff.Member2+" to be Ready from its agent's Lease", func(ctx context.Context) (bool, string) {
+	poll.Eventually(t, startTimeout, plandiff.Member2+" to be Ready from its agent's Lease", func(ctx context.Context) (bool, string) {
 		fc := &corev1beta1.FederatedCluster{}
 		if err := b.Host.Get(ctx, client.ObjectKey{Name: plandiff.Member2}, fc); err != nil {
 			return false, err.Error()
