@@ -80,11 +80,20 @@ func (d Decision) OutOfBand() bool {
 // unless the resource may adopt it (MayAdopt).
 func DecideWrite(c Copy) (Decision, error) {
 	d, err := decideWrite(c)
-	if err != nil || !c.Force || d.Action != ActionUnchanged {
+	if err != nil {
 		return d, err
 	}
+	return forced(d, c.Force, c.Live != nil), nil
+}
+
+// forced is d when kubefed.io/resync has a new value (force): a copy left
+// as it is is written all the same, created when it does not exist.
+func forced(d Decision, force, exists bool) Decision {
+	if !force || d.Action != ActionUnchanged {
+		return d
+	}
 	d.Action = ActionUpdate
-	if c.Live == nil {
+	if !exists {
 		d.Action = ActionCreate
 	}
 	switch d.State {
@@ -95,7 +104,44 @@ func DecideWrite(c Copy) (Decision, error) {
 	default:
 		d.Reason = strings.Replace(d.Reason, "; left as it is", "; written back", 1) + ", as " + typesv1beta1.AnnotationResync + " has a new value"
 	}
-	return d, nil
+	return d
+}
+
+// DecideFromEntry is DecideWrite as the host foresees it in a Pull
+// cluster's agent, which decides by DecideWrite on its own copy: from the
+// agent's CPV entry alone (prev; recorded says whether there is one), as
+// the host cannot read the member. changed says whether the copy planned
+// there has content the entry's does not; v are the planned versions.
+func DecideFromEntry(prev typesv1beta1.ClusterVersion, recorded, changed bool, v render.Versions, policy drift.Policy, force bool) Decision {
+	var d Decision
+	switch {
+	case !recorded:
+		d = Decision{Action: ActionCreate, NewContent: true, Reason: "its agent has reported no copy: it creates one"}
+	case prev.State == typesv1beta1.Missing:
+		d = decideMissing(Copy{Previous: prev, Recorded: true, Policy: policy})
+		d.Reason = "its agent reports that " + d.Reason
+	case changed:
+		d = Decision{Action: ActionUpdate, NewContent: true, Reason: fmt.Sprintf("its agent reports template version %s, override version %s; it applies %s, %s",
+			noneIfEmpty(string(prev.TemplateVersion)), noneIfEmpty(string(prev.OverrideVersion)), v.Template, v.Override)}
+	case prev.State == typesv1beta1.ModifiedOutOfBand:
+		d = Decision{Action: ActionUnchanged, State: prev.State,
+			Reason: fmt.Sprintf("its agent reports the copy changed in the member by %s; left as it is (remediation %s)", entryChangedBy(prev), policy.Remediation)}
+		if policy.Enforced() {
+			d.Action, d.Reason = ActionUpdate, strings.Replace(d.Reason, "; left as it is", "; written back", 1)
+		}
+	default:
+		d = Decision{Action: ActionUnchanged, Reason: "its agent reports the current versions"}
+	}
+	return forced(d, force, prev.State != typesv1beta1.Missing && recorded)
+}
+
+// entryChangedBy says who changed which paths, as a CPV entry records it.
+func entryChangedBy(cv typesv1beta1.ClusterVersion) string {
+	by := "someone"
+	if len(cv.ChangedBy) > 0 {
+		by = strings.Join(cv.ChangedBy, ", ")
+	}
+	return by + ": " + strings.Join(cv.ChangedPaths, ", ")
 }
 
 func decideWrite(c Copy) (Decision, error) {

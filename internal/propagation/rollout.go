@@ -130,13 +130,12 @@ func (p *rolloutPlan) pullPlan(s *syncState) (*pullPlan, error) {
 		if !isPull(s.set[name]) {
 			continue
 		}
-		target := p.decision.Targets[name]
-		rev, kept := rollout.ByNumber(p.revs, target)
-		if target == 0 || target == latest || !kept {
-			out.revisions[name] = latest
+		target, _ := p.decision.Effective(name, p.revs)
+		out.revisions[name] = target
+		if target == latest {
 			continue
 		}
-		out.revisions[name] = target
+		rev, _ := rollout.ByNumber(p.revs, target)
 		if slices.ContainsFunc(out.rollout.Held, func(h typesv1beta1.HeldRevision) bool { return h.Number == target }) {
 			continue
 		}
@@ -280,7 +279,8 @@ func (p *rolloutPlan) heldInputs(s *syncState, in *syncInput) error {
 	}
 	in.targets = map[string]typesv1beta1.Revision{}
 	in.held = map[string]*syncInput{}
-	for name, target := range p.decision.Targets {
+	for name := range p.decision.Targets {
+		target, _ := p.decision.Effective(name, p.revs)
 		in.targets[name] = target
 		if target == p.decision.Status.Revision {
 			continue
@@ -288,10 +288,6 @@ func (p *rolloutPlan) heldInputs(s *syncState, in *syncInput) error {
 		h, err := p.input(s, p.revs, target)
 		if err != nil {
 			return err
-		}
-		if h == nil {
-			in.targets[name] = p.decision.Status.Revision
-			continue
 		}
 		h.joined, h.keptByNamespace, h.resync, h.force = in.joined, in.keptByNamespace, in.resync, in.force
 		in.held[name] = h

@@ -58,6 +58,21 @@ type Decision struct {
 	Complete bool
 }
 
+// Effective is the revision cluster is synced to under d: its target,
+// or the latest (d.Status.Revision) when its target is not among revs,
+// the revisions kept (renumbered as the latest, or pruned). False when d
+// has no target for cluster.
+func (d Decision) Effective(cluster string, revs []Revision) (typesv1beta1.Revision, bool) {
+	target, ok := d.Targets[cluster]
+	if !ok {
+		return 0, false
+	}
+	if _, kept := ByNumber(revs, target); !kept {
+		return d.Status.Revision, true
+	}
+	return target, true
+}
+
 // Halt is why a rollout stopped.
 type Halt struct {
 	Reason, Message string

@@ -144,17 +144,13 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 		// The controller applies the copy again; the member, given the
 		// same content, writes nothing.
 		return "a new kubefed.io/resync value on a copy that is current: plan predicts an Update, the member's copy is not written"
-	case c.Pull && isDrift(prev.State):
-		// Plan decides a Pull cluster from its entry's versions alone.
-		return fmt.Sprintf("a Pull cluster whose agent reports %s: plan leaves the drift and the remediation out", prev.State)
-	case c.Held && got == string(plan.ActionUnchanged) && int64(entry.TargetRevision) == ro.Revision && int64(prev.TargetRevision) == c.TargetRevision:
-		// The new revision's content is that of the revision the cluster
-		// is held at (an undo): the controller (or a Pull cluster's agent)
-		// gives it the new revision at once, its copy unwritten. Plan says
-		// Unchanged, held, for a Push cluster, and Update, held, for a
-		// Pull cluster.
-		return fmt.Sprintf("a cluster held at revision %d, whose content revision %d has again: plan keeps it held there, the controller gives it revision %d at once",
-			c.TargetRevision, ro.Revision, ro.Revision)
+	case c.Held && got == string(plan.ActionUnchanged) && int64(entry.TargetRevision) == ro.Revision && waitingWave(ro, c.Wave):
+		// Plan shows the controller's next sync, in which the cluster's
+		// wave has not started (the waves before it are not complete);
+		// the controller's later syncs complete them and start it, the
+		// approval being there already. Nothing is written either way.
+		return fmt.Sprintf("a cluster held at revision %d by wave %s, which the controller starts in a later sync: plan shows the next sync only",
+			c.TargetRevision, c.Wave)
 	case c.Held && !c.Now && got == string(plan.ActionUpdate) && isDrift(prev.State) && int64(entry.TargetRevision) == c.TargetRevision &&
 		(entry.State == typesv1beta1.RolloutPending || entry.State == typesv1beta1.InSync):
 		// docs/plan.md, Limits: a held cluster is shown with the change
@@ -224,4 +220,14 @@ func renderedMatches(rendered map[string]any, cp *appsv1.Deployment) string {
 		}
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// waitingWave tells whether plan's engine left wave name not started yet.
+func waitingWave(ro plan.Rollout, name string) bool {
+	for _, w := range ro.Waves {
+		if w.Name == name {
+			return w.Phase != string(typesv1beta1.WaveProgressing) && w.Phase != string(typesv1beta1.WaveComplete)
+		}
+	}
+	return false
 }

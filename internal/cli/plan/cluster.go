@@ -50,7 +50,7 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	case fc == nil:
 		c.Action, c.Reason = ActionUnknown, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name)
 	case fc.Spec.SyncMode == corev1beta1.SyncModePull:
-		planPull(in, &c, desired)
+		planPull(in, &c, desired, p.remediation)
 	default:
 		p.planPush(ctx, in, &c, desired, sc)
 	}
@@ -100,23 +100,17 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 
 // planPull plans a placed Pull cluster from what its agent reported in the
 // CPV: the host cannot read it. desired is the copy planned there.
-func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured) {
+func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured, def typesv1beta1.Remediation) {
 	c.Pull = true
 	prev, recorded := in.previous[c.Name]
-	switch {
-	case recorded && !in.force && agentHasCurrent(in, c.Name, prev, desired):
-		c.Action, c.Reason = ActionUnchanged, "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
-	case !recorded:
-		c.Action, c.Reason = ActionCreate, "its agent has reported no copy: it creates one"
-	case prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override:
-		c.Action, c.Reason = ActionUpdate, fmt.Sprintf("its agent reports template version %s, override version %s; it applies %s, %s",
-			orNone(string(prev.TemplateVersion)), orNone(string(prev.OverrideVersion)), in.v.Template, in.v.Override)
-	case in.force:
-		c.Action, c.Reason = ActionUpdate, "kubefed.io/resync has a new value: its agent writes the copy again"
-	default:
-		c.Action, c.Reason = ActionUnchanged, "its agent reports the current versions"
+	moved := prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override
+	changed := moved && !(recorded && agentHasCurrent(in, c.Name, prev, desired))
+	d := propagation.DecideFromEntry(prev, recorded, changed, in.v, propagation.PolicyFor(in.s.spec, c.Name, def), in.force)
+	c.Action, c.Reason = Action(d.Action), d.Reason
+	if recorded && moved && !changed && d.Action == propagation.ActionUnchanged {
+		c.Reason = "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
 	}
-	in.timing(c, c.Action == ActionCreate || prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override)
+	in.timing(c, d.NewContent)
 	if c.Action.writes() {
 		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
 		c.OverwritesDrift = overwrites(prev, recorded)
@@ -226,13 +220,6 @@ func overwrites(prev typesv1beta1.ClusterVersion, recorded bool) *Drift {
 		return nil
 	}
 	return &Drift{State: string(prev.State), ChangedPaths: nonNil(prev.ChangedPaths), ChangedBy: nonNil(prev.ChangedBy), DriftedSince: prev.DriftedSince}
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
 }
 
 // agentHasCurrent tells whether a Pull cluster's copy is known to hold

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 
@@ -92,19 +93,33 @@ func testInput(force, adopt bool) *planInput {
 
 func TestPlanPull(t *testing.T) {
 	t.Parallel()
+	drifted := typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.ModifiedOutOfBand, Version: "7",
+		ChangedPaths: []string{"/spec/replicas"}, ChangedBy: []string{"kubectl-edit"}}
+	missing := typesv1beta1.ClusterVersion{TemplateVersion: "1", OverrideVersion: "1", State: typesv1beta1.Missing, Version: "7"}
 	tests := []struct {
-		name     string
-		entry    *typesv1beta1.ClusterVersion
-		force    bool
-		want     Action
-		reason   string
-		overrode bool
+		name        string
+		entry       *typesv1beta1.ClusterVersion
+		remediation typesv1beta1.Remediation
+		force       bool
+		want        Action
+		reason      string
+		overrode    bool
 	}{
 		{name: "no report", want: ActionCreate, reason: "its agent has reported no copy"},
 		{name: "behind", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "1", OverrideVersion: "1", State: typesv1beta1.ModifiedOutOfBand, ChangedPaths: []string{"/spec/replicas"}},
 			want: ActionUpdate, reason: "its agent reports template version 1, override version 1; it applies 2, 1", overrode: true},
 		{name: "current", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, want: ActionUnchanged},
 		{name: "current, resync", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, force: true, want: ActionUpdate},
+		// As the agent's DecideWrite decides on its own copy (plandiff found
+		// plan leaving the drift and the remediation out).
+		{name: "edited by hand, Alert", entry: &drifted, remediation: typesv1beta1.RemediationAlert, want: ActionUnchanged,
+			reason: "its agent reports the copy changed in the member by kubectl-edit: /spec/replicas; left as it is (remediation Alert)"},
+		{name: "edited by hand, Enforce", entry: &drifted, want: ActionUpdate, reason: "written back (remediation Enforce)", overrode: true},
+		{name: "deleted by hand, Alert, a new template", entry: &missing, remediation: typesv1beta1.RemediationAlert, want: ActionUnchanged,
+			reason: "its agent reports that the copy was deleted in the member; not recreated (remediation Alert)"},
+		{name: "deleted by hand, Alert, resync", entry: &missing, remediation: typesv1beta1.RemediationAlert, force: true, want: ActionCreate,
+			reason: "created again, as kubefed.io/resync has a new value", overrode: true},
+		{name: "deleted by hand, Enforce", entry: &missing, want: ActionCreate, reason: "created again", overrode: true},
 	}
 	for _, tt := range tests {
 		in := testInput(tt.force, false)
@@ -113,7 +128,7 @@ func TestPlanPull(t *testing.T) {
 			in.previous["edge"] = *tt.entry
 		}
 		c := Cluster{Name: "edge"}
-		planPull(in, &c, nil)
+		planPull(in, &c, nil, cmp.Or(tt.remediation, typesv1beta1.RemediationEnforce))
 		skipped := c.DryRun != nil && c.DryRun.Status == DryRunSkipped && strings.Contains(c.DryRun.Message, "the host keeps no credentials")
 		if c.Action != tt.want || !strings.Contains(c.Reason, tt.reason) || !c.Pull || skipped != c.Action.writes() || (c.OverwritesDrift != nil) != tt.overrode {
 			t.Errorf("%s: %+v, want %s with %q", tt.name, c, tt.want, tt.reason)
@@ -156,7 +171,7 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := Cluster{Name: "edge"}
-		planPull(in, &c, desired)
+		planPull(in, &c, desired, typesv1beta1.RemediationEnforce)
 		if c.Action != tt.want || c.DryRun != nil {
 			t.Errorf("%s: %+v, want %s", tt.name, c, tt.want)
 		}
@@ -167,7 +182,7 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 			t.Fatal(err)
 		}
 		c = Cluster{Name: "core"}
-		planPull(in, &c, core)
+		planPull(in, &c, core, typesv1beta1.RemediationEnforce)
 		if changed := tt.planned != "nginx:1.25"; (c.Action == ActionUpdate) != changed {
 			t.Errorf("%s: the cluster without the override: %+v", tt.name, c)
 		}

@@ -22,12 +22,14 @@ type engine struct {
 	// newRevision: the planned content makes a new revision, numbered
 	// in.Latest; else it is the newest revision's content.
 	newRevision bool
+	// revs are the revisions kept, as the rollout stage leaves them.
+	revs []rollout.Revision
 }
 
 // newEngine runs the engine on in; newRevision says whether in.Latest is
 // a revision the planned change makes.
-func newEngine(in rollout.Input, newRevision bool) *engine {
-	return &engine{in: in, d: rollout.Decide(in), newRevision: newRevision}
+func newEngine(in rollout.Input, newRevision bool, revs []rollout.Revision) *engine {
+	return &engine{in: in, d: rollout.Decide(in), newRevision: newRevision, revs: revs}
 }
 
 // runEngine decides the rollout of the planned resource as the
@@ -72,7 +74,7 @@ func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.
 		return nil, "", err
 	}
 	input.Waves = waves
-	return newEngine(input, newRevision), "", nil
+	return newEngine(input, newRevision, revs), "", nil
 }
 
 // previousRollout is the status.rollout of current, the resource as the
@@ -124,7 +126,7 @@ func (e *engine) timing(c *Cluster, newContent bool) {
 	if !c.Placed {
 		return
 	}
-	target, ok := e.d.Targets[c.Name]
+	target, ok := e.d.Effective(c.Name, e.revs)
 	if !ok {
 		return
 	}

@@ -130,7 +130,7 @@ func TestEngineTiming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEngine(tt.in, true)
+			e := newEngine(tt.in, true, kept(tt.in.Latest))
 			action := tt.action
 			if action == "" {
 				action = ActionUpdate
@@ -150,7 +150,7 @@ func TestEngineTiming(t *testing.T) {
 func TestEngineTimingLeavesUnplacedClusters(t *testing.T) {
 	t.Parallel()
 	c := Cluster{Name: "gone", Action: ActionDelete, Reason: "why"}
-	newEngine(twoWaveInput(2), true).timing(&c, false)
+	newEngine(twoWaveInput(2), true, kept(2)).timing(&c, false)
 	if !c.Now || c.Held || c.TargetRevision != 0 || c.Reason != "why" {
 		t.Errorf("timing of a removal: %+v", c)
 	}
@@ -186,7 +186,7 @@ func TestEngineSummary(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ro := Rollout{Waves: []Wave{{Name: "canary"}, {Name: "main"}}}
-			newEngine(tt.in, tt.newRevision).summarize(&ro)
+			newEngine(tt.in, tt.newRevision, kept(tt.in.Latest)).summarize(&ro)
 			phases := ro.Waves[0].Phase + " " + ro.Waves[1].Phase
 			halt := ""
 			if ro.Halted != nil {
@@ -197,5 +197,31 @@ func TestEngineSummary(t *testing.T) {
 				t.Errorf("summary %+v (phases %s)", ro, phases)
 			}
 		})
+	}
+}
+
+// kept are revisions 1 to latest, all kept.
+func kept(latest typesv1beta1.Revision) []rollout.Revision {
+	var revs []rollout.Revision
+	for n := typesv1beta1.Revision(1); n <= latest; n++ {
+		revs = append(revs, rollout.Revision{Number: n})
+	}
+	return revs
+}
+
+// A cluster the engine holds at a revision that is not kept any more (an
+// undo renumbered it as the latest) is synced to the latest, as the
+// controller syncs it (rollout.Decision.Effective).
+func TestEngineTimingOfARevisionNotKept(t *testing.T) {
+	t.Parallel()
+	c := Cluster{Name: "b", Placed: true, Action: ActionUnchanged}
+	newEngine(twoWaveInput(2), true, kept(2)).timing(&c, false)
+	if !c.Held || c.TargetRevision != 1 {
+		t.Fatalf("with revision 1 kept: %+v, want b held at 1", c)
+	}
+	c = Cluster{Name: "b", Placed: true, Action: ActionUnchanged}
+	newEngine(twoWaveInput(2), true, kept(2)[1:]).timing(&c, false)
+	if c.Held || c.TargetRevision != 2 {
+		t.Errorf("with revision 1 gone: %+v, want b at revision 2, not held", c)
 	}
 }

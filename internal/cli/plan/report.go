@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -115,21 +116,16 @@ type Wave struct {
 	Message string `json:"message"`
 }
 
-// Action is what the controller would do in a cluster.
+// Action is what the controller would do in a cluster: the write
+// decision's actions (propagation.Action), and two of plan's own.
 type Action string
 
 const (
-	// ActionCreate: the cluster has no copy; one is written.
-	ActionCreate Action = "Create"
-	// ActionUpdate: the copy is written over.
-	ActionUpdate Action = "Update"
-	// ActionDelete: the resource leaves the cluster; its copy is deleted.
-	ActionDelete Action = "Delete"
-	// ActionUnchanged: nothing is written.
-	ActionUnchanged Action = "Unchanged"
-	// ActionConflict: the cluster has an object of that name that
-	// Fedwarden does not manage; nothing is written.
-	ActionConflict Action = "Conflict"
+	ActionCreate    = Action(propagation.ActionCreate)
+	ActionUpdate    = Action(propagation.ActionUpdate)
+	ActionDelete    = Action(propagation.ActionDelete)
+	ActionUnchanged = Action(propagation.ActionUnchanged)
+	ActionConflict  = Action(propagation.ActionConflict)
 	// ActionNotPlaced: the resource does not go there, and has no copy.
 	ActionNotPlaced Action = "NotPlaced"
 	// ActionUnknown: the cluster could not be planned (see error).
@@ -137,9 +133,7 @@ const (
 )
 
 // writes tells whether the action writes to the member.
-func (a Action) writes() bool {
-	return a == ActionCreate || a == ActionUpdate || a == ActionDelete
-}
+func (a Action) writes() bool { return propagation.Action(a).Writes() }
 
 // Cluster is the plan of one cluster.
 type Cluster struct {
