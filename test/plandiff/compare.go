@@ -144,7 +144,7 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 		// The controller applies the copy again; the member, given the
 		// same content, writes nothing.
 		return "a new kubefed.io/resync value on a copy that is current: plan predicts an Update, the member's copy is not written"
-	case c.Held && got == string(plan.ActionUnchanged) && int64(entry.TargetRevision) == ro.Revision && waitingWave(ro, c.Wave):
+	case c.Held && (got == string(plan.ActionUnchanged) || got == noCopy) && int64(entry.TargetRevision) == ro.Revision && waitingWave(ro, c.Wave):
 		// Plan shows the controller's next sync, in which the cluster's
 		// wave has not started (the waves before it are not complete);
 		// the controller's later syncs complete them and start it, the
