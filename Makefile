@@ -73,10 +73,10 @@ test: tools
 	FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 
 # Every package, the longest first: go test runs GOMAXPROCS packages at
-# once in the order given, so the end-to-end, chaos and Kyverno suites and
-# localfed's (minutes each) start first instead of last, and the short
-# packages fill whichever slot frees (docs/testing.md, "How long").
-TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./internal/localfed ./...
+# once in the order given, so the end-to-end, chaos and Kyverno suites
+# (minutes each) start first instead of last, and the short packages fill
+# whichever slot frees (docs/testing.md, "How long").
+TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
