@@ -29,6 +29,10 @@ type watched struct {
 	resource  schema.GroupResource
 	namespace string
 	informer  toolscache.SharedIndexInformer
+	// handlers are the informer's event handlers: the index is complete
+	// only once each has been given the first list, which the informer's
+	// own HasSynced does not wait for.
+	handlers []toolscache.ResourceEventHandlerRegistration
 
 	mu  sync.Mutex
 	err error
@@ -63,13 +67,23 @@ func newWatched(c client.WithWatch, list client.ObjectList, example runtime.Obje
 	_ = w.informer.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		w.setErr(err)
 	})
-	if _, err := w.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if err := w.handle(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { limit.add(1) },
 		DeleteFunc: func(any) { limit.add(-1) },
 	}); err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// handle adds an event handler, which synced then waits for.
+func (w *watched) handle(h toolscache.ResourceEventHandler) error {
+	reg, err := w.informer.AddEventHandler(h)
+	if err != nil {
+		return err
+	}
+	w.handlers = append(w.handlers, reg)
+	return nil
 }
 
 func (w *watched) setErr(err error) {
@@ -110,8 +124,19 @@ func (w *watched) forbiddenSinceListed() bool {
 	return apierrors.IsForbidden(w.err) && w.informer.HasSynced()
 }
 
-// synced tells whether the informer has listed once.
-func (w *watched) synced() bool { return w.informer.HasSynced() }
+// synced tells whether the informer has listed once and every handler
+// has been given that list.
+func (w *watched) synced() bool {
+	if !w.informer.HasSynced() {
+		return false
+	}
+	for _, h := range w.handlers {
+		if !h.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
 
 // stripManagedFields drops what the console never shows, to keep the
 // caches small: managed fields, the last-applied configuration, and a

@@ -93,26 +93,25 @@ func (v *view) watch(c client.WithWatch, limit *objectLimit) error {
 		v.controlPlane, "Leases in namespace "+v.controlPlane+" (the agents' of Pull clusters)", limit); err != nil {
 		return err
 	}
-	if _, err := v.cpvs.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if err := v.cpvs.handle(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { v.cpvChanged(obj) },
 		UpdateFunc: func(_, obj any) { v.cpvChanged(obj) },
 		DeleteFunc: v.cpvDeleted,
 	}); err != nil {
 		return err
 	}
-	if _, err := v.clusters.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	if err := v.clusters.handle(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { v.clusterChanged(obj, false) },
 		UpdateFunc: func(_, obj any) { v.clusterChanged(obj, false) },
 		DeleteFunc: func(obj any) { v.clusterChanged(obj, true) },
 	}); err != nil {
 		return err
 	}
-	_, err = v.leases.informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+	return v.leases.handle(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { v.leaseChanged(obj) },
 		UpdateFunc: func(_, obj any) { v.leaseChanged(obj) },
 		DeleteFunc: func(obj any) { v.leaseChanged(obj) },
 	})
-	return err
 }
 
 func (v *view) all() []*watched { return []*watched{v.cpvs, v.clusters, v.leases} }
