@@ -54,7 +54,7 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	default:
 		p.planPush(ctx, in, &c, desired, sc)
 	}
-	if note := in.placed.keptReason(name); note != "" {
+	if note := in.placed.decision.WhyKept(name); note != "" {
 		c.Reason += "; " + note
 	}
 	if fc != nil && c.Action.writes() && !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {

@@ -58,36 +58,12 @@ func (p *planner) listClusters(ctx context.Context) ([]corev1beta1.FederatedClus
 	return list.Items, nil
 }
 
-// ruledOut returns what the decision says of a cluster it does not place
-// the resource on: the plugins' verdicts, or that it was not chosen.
+// ruledOut says why the resource is not placed on cluster.
 func (pl placement) ruledOut(cluster string) string {
 	if pl.deleting {
 		return "the resource is being deleted"
 	}
-	var reasons []string
-	for _, v := range pl.decision.RuledOut {
-		if v.Cluster == cluster {
-			reasons = append(reasons, v.Plugin+": "+joinReasons(v.Reasons))
-		}
-	}
-	if len(reasons) == 0 {
-		if pl.decision.Failure != nil {
-			return "no decision could be made: " + pl.decision.Failure.String()
-		}
-		return "not chosen by the scheduler"
-	}
-	return joinWith(reasons, "; ")
-}
-
-// keptReason returns why a plugin would have dropped a cluster that keeps
-// its copy, or "".
-func (pl placement) keptReason(cluster string) string {
-	for _, v := range pl.decision.Kept {
-		if v.Cluster == cluster {
-			return "kept, as it holds a copy, despite " + v.Plugin + ": " + joinReasons(v.Reasons)
-		}
-	}
-	return ""
+	return pl.decision.WhyNot(cluster)
 }
 
 // placedCluster is a placed cluster with its replicas, as the CPV records

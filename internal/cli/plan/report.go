@@ -302,7 +302,3 @@ func clusters(n int) string {
 }
 
 func join(names []string) string { return strings.Join(names, ", ") }
-
-func joinReasons(reasons []string) string { return strings.Join(reasons, "; ") }
-
-func joinWith(s []string, sep string) string { return strings.Join(s, sep) }

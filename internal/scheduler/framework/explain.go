@@ -33,7 +33,7 @@ func (d Decision) Explain(limit int) string {
 	}
 	items := make([]string, 0, len(d.Kept)+len(d.RuledOut)+len(d.Notes))
 	for _, v := range d.Kept {
-		items = append(items, "kept "+v.Cluster+", which holds a copy, despite "+v.Plugin+": "+joinReasons(v.Reasons))
+		items = append(items, "kept "+v.Cluster+", which "+keptBecause(v.Plugin, joinReasons(v.Reasons)))
 	}
 	for i, v := range d.RuledOut {
 		s := v.String()
@@ -56,6 +56,46 @@ func (d Decision) Explain(limit int) string {
 	}
 	return truncate(msg, limit)
 }
+
+// WhyNot says why the decision does not place the workload on cluster:
+// each plugin that ruled it out with all its reasons, or why no decision was
+// made, or that it was not chosen.
+func (d Decision) WhyNot(cluster string) string {
+	var reasons []string
+	for _, v := range d.RuledOut {
+		if v.Cluster == cluster {
+			reasons = append(reasons, v.Plugin+": "+allReasons(v))
+		}
+	}
+	switch {
+	case len(reasons) > 0:
+		return strings.Join(reasons, itemSeparator)
+	case d.Failure != nil:
+		return "no decision could be made: " + d.Failure.String()
+	default:
+		return "not chosen by the scheduler"
+	}
+}
+
+// WhyKept says why cluster stays placed although a plugin would have
+// dropped it (it holds a copy, see Decision.Kept), as Explain words it;
+// "" when it was not kept so.
+func (d Decision) WhyKept(cluster string) string {
+	for _, v := range d.Kept {
+		if v.Cluster == cluster {
+			return "kept, as it " + keptBecause(v.Plugin, allReasons(v))
+		}
+	}
+	return ""
+}
+
+func keptBecause(plugin, reasons string) string {
+	return "holds a copy, despite " + plugin + ": " + reasons
+}
+
+// allReasons are v's reasons, every one: WhyNot and WhyKept explain one
+// cluster, where Explain has room only for each verdict's first.
+func allReasons(v Verdict) string { return strings.Join(v.Reasons, itemSeparator) }
 
 // The pieces of an Explain message that WithoutRuledOutBy reads back.
 const (
