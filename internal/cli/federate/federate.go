@@ -18,6 +18,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -164,22 +165,23 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	return f.apply(ctx, fed)
 }
 
-// redacted returns fed for printing: the values of a federated Secret's
-// data and stringData are replaced, since Secret content is never printed.
+// redacted returns fed for printing: a federated Secret's values in its
+// template and overrides become markers, by the rule every command that
+// prints a Secret follows (scrub.RedactRevision), since Secret content is
+// never printed; fed itself, which is applied, is left as it is.
 func redacted(fed *unstructured.Unstructured) *unstructured.Unstructured {
 	if fed.GetKind() != "FederatedSecret" {
 		return fed
 	}
 	out := fed.DeepCopy()
-	for _, field := range []string{"data", "stringData"} {
-		values, found, _ := unstructured.NestedMap(out.Object, "spec", "template", field)
-		if !found {
-			continue
-		}
-		for k := range values {
-			values[k] = "<redacted: the value of key " + k + " in the host Secret>"
-		}
-		_ = unstructured.SetNestedMap(out.Object, values, "spec", "template", field)
+	template, _, _ := unstructured.NestedMap(out.Object, "spec", "template")
+	overrides, _, _ := unstructured.NestedSlice(out.Object, "spec", "overrides")
+	scrub.RedactRevision(template, overrides)
+	if template != nil {
+		_ = unstructured.SetNestedMap(out.Object, template, "spec", "template")
+	}
+	if overrides != nil {
+		_ = unstructured.SetNestedSlice(out.Object, overrides, "spec", "overrides")
 	}
 	return out
 }

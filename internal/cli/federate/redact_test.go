@@ -12,6 +12,9 @@ func TestRedactedHidesSecretValues(t *testing.T) {
 		"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedSecret",
 		"metadata": map[string]any{"name": "db", "namespace": "team-a"},
 		"spec": map[string]any{"template": map[string]any{
+			// An annotation may quote a value: the shared rule redacts it
+			// too (federate's own rule, before, printed it).
+			"metadata":   map[string]any{"annotations": map[string]any{"note": "token is plain-secret-value"}},
 			"data":       map[string]any{"password": "c2VjcmV0LXZhbHVl"},
 			"stringData": map[string]any{"token": "plain-secret-value"},
 			"type":       "Opaque",
@@ -26,7 +29,7 @@ func TestRedactedHidesSecretValues(t *testing.T) {
 			t.Errorf("printed Secret shows %q: %s", leaked, out)
 		}
 	}
-	if !strings.Contains(string(out), "password") || !strings.Contains(string(out), "Opaque") {
+	if !strings.Contains(string(out), `"password":"\u003credacted: 12 bytes\u003e"`) || !strings.Contains(string(out), "Opaque") {
 		t.Errorf("redaction dropped more than the values: %s", out)
 	}
 	if v, _, _ := unstructured.NestedString(fed.Object, "spec", "template", "data", "password"); v != "c2VjcmV0LXZhbHVl" {
