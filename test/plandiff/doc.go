@@ -8,5 +8,5 @@
 // member-1 and member-2 (either may be a Pull cluster), with the
 // propagation controller of Deployments running: the tests of
 // internal/cli/plan run them on Push members, those of
-// internal/cli/plan/pulldiff with member-2 in Pull mode.
+// test/plandiff/pull with member-2 in Pull mode.
 package plandiff

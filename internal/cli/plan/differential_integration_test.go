@@ -12,7 +12,7 @@ import (
 // spread; an override for one cluster; a hand edit under Alert and under
 // Enforce; placement drops; a rollout in waves; a new resource; a resync
 // annotation; plan KIND/NAME), the action plan predicts in each cluster is
-// the one the controller then takes. internal/cli/plan/pulldiff runs the
+// the one the controller then takes. test/plandiff/pull runs the
 // cases with a Pull member.
 func TestPlanAgreesWithTheController(t *testing.T) {
 	b := shared.Bed(t)

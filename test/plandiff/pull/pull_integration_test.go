@@ -1,9 +1,9 @@
-// Package pulldiff_test runs the differential test of plan
+// Package pull_test runs the differential test of plan
 // (test/plandiff) on a bed whose member-2 is a Pull cluster: the host has
 // no credentials for it, and its agent, running in this process with the
 // identities `fedwarden join --sync-mode Pull` made, writes its copies.
 // The bed of internal/cli/plan has two Push members, which its tests count.
-package pulldiff_test
+package pull_test
 
 import (
 	"context"
