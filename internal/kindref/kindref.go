@@ -1,7 +1,8 @@
 // Package kindref reads a federated resource as the command line names it,
 // KIND/NAME, and resolves KIND to the federated kind a FederatedTypeConfig
 // enables, as kubectl resolves kinds. resync, diff, rollout and plan name
-// their resource this way.
+// their resource this way. It also resolves the group and kind of a
+// manifest, as plan -f reads it, to its federated kind.
 package kindref
 
 import (
@@ -97,7 +98,7 @@ func (r *Resolver) Resolve(arg string) (Kind, error) {
 	name := strings.ToLower(strings.TrimSpace(arg))
 	gvks, err := r.kindsFor(name)
 	if err != nil || len(gvks) == 0 {
-		return Kind{}, fmt.Errorf("%w %q: the host serves no such resource (federated kinds: %s)", ErrUnknownKind, arg, r.federatedKinds())
+		return Kind{}, fmt.Errorf("%w %q: the host serves no such resource (federated kinds: %s)", ErrUnknownKind, arg, r.federatedKinds(strings.ToLower))
 	}
 	var found []*corev1beta1.FederatedTypeConfig
 	for _, gvk := range gvks {
@@ -111,7 +112,7 @@ func (r *Resolver) Resolve(arg string) (Kind, error) {
 	switch len(found) {
 	case 0:
 		return Kind{}, fmt.Errorf("%w %q: %s is not federated: no FederatedTypeConfig names it (federated kinds: %s)",
-			ErrUnknownKind, arg, gvks[0].GroupKind(), r.federatedKinds())
+			ErrUnknownKind, arg, gvks[0].GroupKind(), r.federatedKinds(strings.ToLower))
 	case 1:
 		return Kind{Config: found[0], Type: propagation.TypeFromConfig(found[0])}, nil
 	default:
@@ -121,6 +122,21 @@ func (r *Resolver) Resolve(arg string) (Kind, error) {
 		}
 		return Kind{}, fmt.Errorf("%w %q: it names several federated kinds (%s): add the group", ErrUnknownKind, arg, strings.Join(names, ", "))
 	}
+}
+
+// ByFederatedKind returns the federated kind gk is, as a manifest's
+// apiVersion and kind name it: the one a FederatedTypeConfig federates as
+// gk exactly. Unlike Resolve, it takes no other spelling and no target
+// kind, since a manifest's kind is exact. When no FederatedTypeConfig
+// federates gk, the error wraps ErrUnknownKind.
+func (r *Resolver) ByFederatedKind(gk schema.GroupKind) (Kind, error) {
+	for i := range r.Configs {
+		if ftc := &r.Configs[i]; federates(ftc, gk) {
+			return Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
+		}
+	}
+	return Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)",
+		ErrUnknownKind, gk.Kind, gk.Group, r.federatedKinds(func(kind string) string { return kind }))
 }
 
 // kindsFor maps name, resource[.version][.group], to kinds as kubectl
@@ -135,11 +151,13 @@ func (r *Resolver) kindsFor(name string) ([]schema.GroupVersionKind, error) {
 	return r.Mapper.KindsFor(gr.WithVersion(""))
 }
 
-// federatedKinds lists the federated kinds, lower case, for error messages.
-func (r *Resolver) federatedKinds() string {
+// federatedKinds lists the federated kinds for error messages, sorted,
+// each as spell spells it: lower case for a name the user types, as is
+// for a manifest's kind.
+func (r *Resolver) federatedKinds(spell func(kind string) string) string {
 	var kinds []string
 	for _, ftc := range r.Configs {
-		kinds = append(kinds, strings.ToLower(ftc.Spec.FederatedType.Kind))
+		kinds = append(kinds, spell(ftc.Spec.FederatedType.Kind))
 	}
 	if len(kinds) == 0 {
 		return "none; `fedwarden enable` federates one"

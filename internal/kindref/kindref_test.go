@@ -121,3 +121,31 @@ func TestKindKeyAndDescribe(t *testing.T) {
 		t.Errorf("Key of a cluster-scoped kind: %v", got)
 	}
 }
+
+func TestByFederatedKind(t *testing.T) {
+	t.Parallel()
+	r := testResolver(t)
+	fdeploy := schema.GroupKind{Group: "types.kubefed.io", Kind: "FederatedDeployment"}
+	k, err := r.ByFederatedKind(fdeploy)
+	if err != nil || k.Type.Federated.GroupKind() != fdeploy || k.Config == nil || k.Config.Spec.FederatedType.Kind != fdeploy.Kind {
+		t.Errorf("ByFederatedKind(%v) = %+v, %v", fdeploy, k, err)
+	}
+	// A manifest's kind is exact: no target kind, no other case, no
+	// other group.
+	for _, gk := range []schema.GroupKind{
+		{Group: "apps", Kind: "Deployment"},
+		{Group: "types.kubefed.io", Kind: "federateddeployment"},
+		{Group: "fed.example.com", Kind: "FederatedDeployment"},
+	} {
+		_, err := r.ByFederatedKind(gk)
+		want := "unknown federated kind " + gk.Kind + "." + gk.Group + ": no FederatedTypeConfig federates it (federated kinds: FederatedConfigMap, FederatedDeployment)"
+		if err == nil || !errors.Is(err, ErrUnknownKind) || err.Error() != want {
+			t.Errorf("ByFederatedKind(%v): %v, want %q wrapping ErrUnknownKind", gk, err, want)
+		}
+	}
+	none := &Resolver{}
+	_, err = none.ByFederatedKind(fdeploy)
+	if err == nil || !strings.HasSuffix(err.Error(), "(federated kinds: none; `fedwarden enable` federates one)") {
+		t.Errorf("ByFederatedKind without FederatedTypeConfigs: %v", err)
+	}
+}

@@ -2,6 +2,12 @@
 // commands (join, enable, disable, federate) print and apply: unstructured
 // objects without status, printed as a YAML stream or a JSON List, applied
 // server-side with a report of what the apply changed.
+//
+// It also reads manifests, the one rule for what -f names: a file, a
+// directory's .yaml, .yml and .json files in name order (Files, which
+// enable uses too), or standard input, each a YAML stream or JSON of
+// objects with an apiVersion, a kind and a name (Read for plan, Decode for
+// up's embedded samples).
 package manifest
 
 import (

@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/fedwarden/fedwarden/internal/manifest"
 )
 
 // directiveKind and directiveAPIVersion identify KubeFed's
@@ -47,16 +46,13 @@ type request struct {
 	source           string // the file it comes from, for messages; empty for the argument
 }
 
-// manifestExtensions are the extensions of the files read in a directory.
-var manifestExtensions = []string{".yaml", ".yml", ".json"}
-
 // readDirectives reads the EnableTypeDirectives of each path: a file (a
 // YAML stream or JSON) or a directory, whose .yaml, .yml and .json files
-// are read in name order.
+// are read in name order (manifest.Files).
 func readDirectives(paths []string) ([]request, error) {
 	var out []request
 	for _, p := range paths {
-		files, err := expand(p)
+		files, err := manifest.Files(p)
 		if err != nil {
 			return nil, err
 		}
@@ -71,32 +67,9 @@ func readDirectives(paths []string) ([]request, error) {
 	return out, nil
 }
 
-// expand returns path, or the manifest files of the directory path.
-func expand(path string) ([]string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("-f %s: %w", path, err)
-	}
-	if !info.IsDir() {
-		return []string{path}, nil
-	}
-	entries, err := os.ReadDir(path)
-	if err != nil {
-		return nil, fmt.Errorf("-f %s: %w", path, err)
-	}
-	var files []string
-	for _, e := range entries {
-		if !e.IsDir() && slices.Contains(manifestExtensions, strings.ToLower(filepath.Ext(e.Name()))) {
-			files = append(files, filepath.Join(path, e.Name()))
-		}
-	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("-f %s: the directory holds no .yaml, .yml or .json file", path)
-	}
-	return files, nil
-}
-
-// readFile reads the directives of one file.
+// readFile reads the directives of one file. It splits the file itself,
+// not with manifest.Decode, since the strict parse needs each document's
+// text, and its messages number documents as the file has them.
 func readFile(path string) ([]request, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

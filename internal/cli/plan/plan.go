@@ -16,6 +16,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
@@ -196,9 +197,12 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
 		return streams.UsageError(err)
 	}
-	var manifests []*manifestObject
+	var manifests []manifest.Object
 	if o.file != "" {
-		m, err := readManifests(o.file, s.In)
+		m, err := manifest.Read(o.file, s.In)
+		if errors.Is(err, manifest.ErrNoObject) {
+			err = fmt.Errorf("%w; plan takes Federated<Kind> manifests", err)
+		}
 		if err != nil {
 			return streams.UsageError(err)
 		}

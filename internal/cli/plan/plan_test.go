@@ -41,7 +41,7 @@ func TestUsageErrors(t *testing.T) {
 		{name: "two arguments", args: append([]string{"fdeploy/web", "fdeploy/api"}, host...), wantErr: "plan takes one argument"},
 		{name: "not KIND/NAME", args: append([]string{"web"}, host...), wantErr: `"web" is not KIND/NAME`},
 		{name: "missing file", args: append([]string{"-f", filepath.Join(dir, "nope.yaml")}, host...), wantErr: "nope.yaml: no such file or directory"},
-		{name: "a directory without manifests", args: append([]string{"-f", empty}, host...), wantErr: "the directory has no .yaml, .yml, .json file"},
+		{name: "a directory without manifests", args: append([]string{"-f", empty}, host...), wantErr: "the directory holds no .yaml, .yml or .json file"},
 		{name: "the second object without a name", args: append([]string{"-f", noName}, host...), wantErr: "two-noname.yaml (object 2): the object has no metadata.name"},
 		{name: "empty standard input", args: append([]string{"-f", "-"}, host...), wantErr: "-f -: holds no object"},
 		{name: "no kind", args: append([]string{"-f", noKind}, host...), wantErr: "the object has no apiVersion or kind"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +11,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/streams"
@@ -46,7 +46,7 @@ func (s *subject) describe() string {
 // subjects reads the resources to plan: the manifests of -f, or the one
 // o.ref names, in namespace. The place stage then sees the manifests as
 // applied (overlay).
-func (p *planner) subjects(ctx context.Context, o *options, manifests []*manifestObject, namespace string) ([]*subject, error) {
+func (p *planner) subjects(ctx context.Context, o *options, manifests []manifest.Object, namespace string) ([]*subject, error) {
 	resolver, err := kindref.NewResolver(ctx, p.host, p.disco)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func (p *planner) subjects(ctx context.Context, o *options, manifests []*manifes
 			return nil, err
 		}
 		if i := slices.IndexFunc(out, func(o *subject) bool { return o.describe() == s.describe() }); i >= 0 {
-			return nil, streams.UsageError(fmt.Errorf("-f %s: %s is planned twice: %s holds it too", m.file, s.describe(), manifests[i].file))
+			return nil, streams.UsageError(fmt.Errorf("-f %s: %s is planned twice: %s holds it too", m.Source, s.describe(), manifests[i].Source))
 		}
 		if err := p.read(ctx, s); err != nil {
 			return nil, err
@@ -93,23 +93,23 @@ func (p *planner) read(ctx context.Context, s *subject) error {
 
 // fromManifest plans the manifest's object, in the namespace it names,
 // else in namespace; flagNamespace, -n, must not contradict it.
-func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *kindref.Resolver, m *manifestObject, flagNamespace, namespace string) error {
-	gvk := m.obj.GroupVersionKind()
-	kind, err := kindOf(resolver, gvk.Group, gvk.Kind)
+func (p *planner) fromManifest(ctx context.Context, s *subject, resolver *kindref.Resolver, m manifest.Object, flagNamespace, namespace string) error {
+	gvk := m.Obj.GroupVersionKind()
+	kind, err := resolver.ByFederatedKind(gvk.GroupKind())
 	if err != nil {
-		return streams.UsageError(fmt.Errorf("-f %s: %w", m.file, err))
+		return streams.UsageError(fmt.Errorf("-f %s: %w", m.Source, err))
 	}
 	if v := kind.Type.Federated.Version; gvk.Version != v {
-		return streams.UsageError(fmt.Errorf("-f %s: %s is served as %s/%s here, not %s", m.file, gvk.Kind, gvk.Group, v, gvk.Version))
+		return streams.UsageError(fmt.Errorf("-f %s: %s is served as %s/%s here, not %s", m.Source, gvk.Kind, gvk.Group, v, gvk.Version))
 	}
-	if own := m.obj.GetNamespace(); own != "" && kind.Type.FederatedNamespaced {
+	if own := m.Obj.GetNamespace(); own != "" && kind.Type.FederatedNamespaced {
 		if flagNamespace != "" && flagNamespace != own {
-			return streams.UsageError(fmt.Errorf("-f %s: the object is in namespace %s, -n says %s", m.file, own, flagNamespace))
+			return streams.UsageError(fmt.Errorf("-f %s: the object is in namespace %s, -n says %s", m.Source, own, flagNamespace))
 		}
 		namespace = own
 	}
-	key := kind.Key(m.obj.GetName(), namespace)
-	s.kind, s.fed, s.fromFile = kind, m.obj.DeepCopy(), true
+	key := kind.Key(m.Obj.GetName(), namespace)
+	s.kind, s.fed, s.fromFile = kind, m.Obj.DeepCopy(), true
 	s.fed.SetNamespace(key.Namespace)
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(kind.Type.Federated)
@@ -167,25 +167,6 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	}
 	return nil
-}
-
-// kindOf returns the federated kind group/kind a FederatedTypeConfig
-// federates.
-func kindOf(resolver *kindref.Resolver, group, kind string) (kindref.Kind, error) {
-	var kinds []string
-	for i := range resolver.Configs {
-		ftc := &resolver.Configs[i]
-		f := ftc.Spec.FederatedType
-		if f.Group == group && f.Kind == kind {
-			return kindref.Kind{Config: ftc, Type: propagation.TypeFromConfig(ftc)}, nil
-		}
-		kinds = append(kinds, f.Kind)
-	}
-	known := "none; `fedwarden enable` federates one"
-	if len(kinds) > 0 {
-		known = strings.Join(kinds, ", ")
-	}
-	return kindref.Kind{}, fmt.Errorf("%w %s.%s: no FederatedTypeConfig federates it (federated kinds: %s)", kindref.ErrUnknownKind, kind, group, known)
 }
 
 func describeKey(namespace, name string) string {

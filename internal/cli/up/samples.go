@@ -1,20 +1,17 @@
 package up
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/manifest"
 )
 
 //go:embed samples.yaml
@@ -27,13 +24,13 @@ func (b *bringer) applySamples(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating a client of the host: %w", err)
 	}
-	objs, err := decodeAll(samples)
+	objs, err := manifest.Decode("samples.yaml", samples)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading the samples: %w", err)
 	}
-	for _, obj := range objs {
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner("fedwarden-up"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err)
+	for _, m := range objs {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(m.Obj), client.FieldOwner("fedwarden-up"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s %s: %w", m.Obj.GetKind(), m.Obj.GetName(), err)
 		}
 	}
 	return b.waitInSync(ctx, c, "demo", "deployment-web")
@@ -66,25 +63,6 @@ func (b *bringer) waitInSync(ctx context.Context, c client.Client, namespace, na
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the sample to reach every member (%s): %w", last, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// decodeAll reads the objects of a multi-document YAML stream.
-func decodeAll(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var objs []*unstructured.Unstructured
-	for {
-		obj := &unstructured.Unstructured{}
-		err := dec.Decode(&obj.Object)
-		if errors.Is(err, io.EOF) {
-			return objs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the samples: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
 		}
 	}
 }
