@@ -58,17 +58,44 @@ type syncInput struct {
 	held    map[string]*syncInput
 }
 
-func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
-	in := &syncInput{fed: fed, spec: spec, replicas: t.replicas, previous: map[string]typesv1beta1.ClusterVersion{}}
-	in.v = render.NextVersions(cpv.Status, render.ContentHash(render.Template(fed)), render.OverridesHash(spec.Overrides, t.replicas))
-	for _, cv := range cpv.Status.ClusterVersions {
-		in.previous[string(cv.ClusterName)] = cv
+// Inputs are what a sync of a resource takes from it and its CPV before
+// it writes anything: the versions its copies are stamped with, the CPV's
+// entries, and whether kubefed.io/resync makes it write every placed
+// cluster. The controller's sync, a Pull cluster's agent, the rollout stage
+// and fedwarden plan all start from them (InputsOf), so that none has a
+// rule of its own for them.
+type Inputs struct {
+	// Versions are the template and override versions the copies are
+	// stamped with.
+	Versions render.Versions
+	// Previous are the CPV's entries before this sync, by cluster.
+	Previous map[string]typesv1beta1.ClusterVersion
+	// Resync is the kubefed.io/resync annotation; Force is set when its
+	// value is new: every placed cluster is written.
+	Resync string
+	Force  bool
+}
+
+// InputsOf are the inputs of a sync of fed, whose spec is spec and CPV cpv,
+// with replicas, the scheduler's, by cluster, where it divides them.
+func InputsOf(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, replicas map[string]int32) Inputs {
+	in := Inputs{
+		Versions: render.NextVersions(cpv.Status, render.ContentHash(render.Template(fed)), render.OverridesHash(spec.Overrides, replicas)),
+		Previous: map[string]typesv1beta1.ClusterVersion{},
+		Resync:   fed.GetAnnotations()[typesv1beta1.AnnotationResync],
 	}
-	in.resync = fed.GetAnnotations()[typesv1beta1.AnnotationResync]
+	for _, cv := range cpv.Status.ClusterVersions {
+		in.Previous[string(cv.ClusterName)] = cv
+	}
 	// A missing CPV (deleted, or not created yet) knows of no resync acted
 	// on: the copies are compared, not re-applied.
-	in.force = in.resync != "" && cpv.ResourceVersion != "" && in.resync != cpv.Status.Resync
+	in.Force = in.Resync != "" && cpv.ResourceVersion != "" && in.Resync != cpv.Status.Resync
 	return in
+}
+
+func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
+	x := InputsOf(fed, spec, cpv, t.replicas)
+	return &syncInput{fed: fed, spec: spec, replicas: t.replicas, v: x.Versions, previous: x.Previous, resync: x.Resync, force: x.Force}
 }
 
 // actedResync is the kubefed.io/resync value this sync acts on, or "" when

@@ -13,8 +13,8 @@
 //   - place: the placer (place.go) asks the scheduler of internal/scheduler,
 //     within the namespace restriction; Placer runs it for fedwarden plan;
 //   - rollout: under spec.rollout Waves, the revision each placed cluster
-//     is to have (rollout.go, on internal/rollout); RolloutInput is the
-//     engine's input, for plan too;
+//     is to have (rollout.go, on internal/rollout); DecideRollout is its
+//     decision, which plan makes too;
 //   - record for agents: when a Pull cluster is placed, the CPV's spec is
 //     written before the apply stage (reconciler.go, recordForAgents);
 //   - apply: the applier (applier.go, membersync.go, driftcheck.go,

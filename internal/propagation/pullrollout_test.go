@@ -130,9 +130,9 @@ func TestPullPlan(t *testing.T) {
 		t:   targets{names: []string{"push-1", "pull-1", "pull-2", "pull-3", "pull-4"}},
 		set: clusterSet{"push-1": push, "pull-1": pull, "pull-2": pull, "pull-3": pull, "pull-4": pull}}
 	rev1 := rollout.Revision{Number: 1, Template: map[string]any{"data": map[string]any{"greeting": "v1"}}, Versions: render.Versions{Template: "1", Override: "1"}}
-	p := &rolloutPlan{revs: []rollout.Revision{rev1}}
-	p.decision.Status.Revision = 3
-	p.decision.Targets = map[string]typesv1beta1.Revision{"push-1": 1, "pull-1": 1, "pull-2": 1, "pull-3": 3, "pull-4": 2}
+	p := &rolloutPlan{RolloutDecision: RolloutDecision{Revisions: []rollout.Revision{rev1}}}
+	p.Decision.Status.Revision = 3
+	p.Decision.Targets = map[string]typesv1beta1.Revision{"push-1": 1, "pull-1": 1, "pull-2": 1, "pull-3": 3, "pull-4": 2}
 	got, err := p.pullPlan(s)
 	if err != nil {
 		t.Fatal(err)

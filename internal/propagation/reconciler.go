@@ -136,8 +136,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, err
 	}
 	res = r.requeue(s.results)
-	if s.rollout != nil && s.rollout.decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.decision.Requeue < res.RequeueAfter) {
-		res.RequeueAfter = s.rollout.decision.Requeue
+	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {
+		res.RequeueAfter = s.rollout.Decision.Requeue
 	}
 	return res, nil
 }

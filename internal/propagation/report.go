@@ -38,7 +38,7 @@ type reporter struct {
 // writeFederatedStatus writes the federated resource's status when it
 // changed.
 func (rep *reporter) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult, plan *rolloutPlan) error {
-	old := federatedStatusOf(fed)
+	old := FederatedStatusOf(fed)
 	now := metav1.NewTime(rep.now())
 	next := federatedStatus(old, rep.typ, t, results, fed.GetGeneration(), now)
 	rolloutStatus(&next, plan, fed.GetGeneration(), now)
@@ -74,7 +74,7 @@ func (rep *reporter) patchFederatedStatus(ctx context.Context, fed *unstructured
 // returns err, with the error of its own write if any; a resource gone
 // meanwhile is no error.
 func (rep *reporter) deletion(ctx context.Context, fed *unstructured.Unstructured, pending []string, err error) error {
-	old := federatedStatusOf(fed)
+	old := FederatedStatusOf(fed)
 	next, ok := deletionStatus(old, pending, err, fed.GetGeneration(), metav1.NewTime(rep.now()))
 	if !ok {
 		return err
@@ -115,7 +115,7 @@ func deletionStatus(old typesv1beta1.FederatedStatus, pending []string, err erro
 // about to change and the change is worth one (see worthAnEvent).
 func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
 	ok, reason, msg := scheduledCondition(t)
-	old := meta.FindStatusCondition(federatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
+	old := meta.FindStatusCondition(FederatedStatusOf(fed).Conditions, typesv1beta1.FederatedScheduled)
 	if old != nil && old.Reason == reason && old.Message == msg {
 		return
 	}
@@ -155,8 +155,10 @@ func (rep *reporter) writePreferenceStatus(ctx context.Context, rsp *schedulingv
 	return nil
 }
 
-// federatedStatusOf reads a federated resource's status.
-func federatedStatusOf(fed *unstructured.Unstructured) typesv1beta1.FederatedStatus {
+// FederatedStatusOf reads a federated resource's status, as the report
+// stage last wrote it: the rollout stage, and fedwarden plan, take the
+// rollout's previous status from it.
+func FederatedStatusOf(fed *unstructured.Unstructured) typesv1beta1.FederatedStatus {
 	var st typesv1beta1.FederatedStatus
 	if raw, found, _ := unstructured.NestedMap(fed.Object, "status"); found {
 		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
@@ -212,7 +214,7 @@ func worthReporting(err error) bool {
 // writeStopped writes the status of fed, whose sync stopped on err (see
 // stoppedStatus).
 func (rep *reporter) writeStopped(ctx context.Context, fed *unstructured.Unstructured, err error) error {
-	old := federatedStatusOf(fed)
+	old := FederatedStatusOf(fed)
 	return rep.patchFederatedStatus(ctx, fed, old, stoppedStatus(old, err, fed.GetGeneration(), metav1.NewTime(rep.now())))
 }
 
@@ -251,7 +253,7 @@ func refusedStatus(old typesv1beta1.FederatedStatus, reason, message string, gen
 // change, why fed is not synced, and writes nothing else: no member, no CPV,
 // no finalizer. Retrying cannot fix the input: the error is terminal.
 func (rep *reporter) refuse(ctx context.Context, fed *unstructured.Unstructured, reason, message string) error {
-	old := federatedStatusOf(fed)
+	old := FederatedStatusOf(fed)
 	if c := meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedPropagated); (c == nil || c.Reason != reason || c.Message != message) && rep.recorder != nil {
 		rep.recorder.Eventf(fed, nil, corev1.EventTypeWarning, reason, "Sync", "%s", message)
 	}

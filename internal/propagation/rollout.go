@@ -19,21 +19,31 @@ import (
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
-// rolloutPlan is the rollout stage's decision for a resource whose
-// spec.rollout is Waves: the revision each placed cluster is to have, and
-// the sync inputs of the earlier revisions some are held at.
+// rolloutPlan is the rollout stage's plan for a resource whose
+// spec.rollout is Waves: the engine's decision, and what the CPV tells the
+// Pull clusters of it.
 type rolloutPlan struct {
-	decision rollout.Decision
-	// previous is the rollout status before this sync.
-	previous *typesv1beta1.RolloutStatus
-	// held are the sync inputs of the earlier revisions, by number, made
-	// from revs, the revisions kept.
-	held map[typesv1beta1.Revision]*syncInput
-	revs []rollout.Revision
-	// latest is the revision of the resource's current content.
-	latest rollout.Revision
+	RolloutDecision
 	// pull is what the CPV tells the agents of the Pull clusters placed.
 	pull *pullPlan
+}
+
+// RolloutDecision is the rollout engine's decision for a resource whose
+// spec.rollout is Waves, made as the controller's rollout stage makes it
+// (DecideRollout): the revision each placed cluster is to have.
+type RolloutDecision struct {
+	// Revisions are the resource's revisions as the store leaves them,
+	// the latest among them; Latest is the revision of its current
+	// content.
+	Revisions []rollout.Revision
+	Latest    rollout.Revision
+	// Input is what the engine decided from (Input.Previous: the rollout
+	// status before this sync), Decision what it decided.
+	Input    rollout.Input
+	Decision rollout.Decision
+	// held are the sync inputs of the earlier revisions read so far, by
+	// number (see input).
+	held map[typesv1beta1.Revision]*syncInput
 }
 
 // pullPlan is what the CPV's spec tells Pull clusters' agents, which may
@@ -61,10 +71,11 @@ const defaultRevisionHistory = 10
 // planRollout is the rollout stage, between placement and apply: under
 // spec.rollout Waves it records the resource's current content as its
 // latest revision (a ControllerRevision), decides which revision each
-// placed cluster is to have, and prepares the inputs of the earlier ones.
-// Under All (the default) it does nothing: every cluster gets the latest.
-// It never removes a cluster from the placement: it only chooses which
-// revision a placed cluster's copy is written at.
+// placed cluster is to have (DecideRollout), prunes the revisions past the
+// history limit, and plans the Pull clusters' part. Under All (the
+// default) it does nothing: every cluster gets the latest. It never
+// removes a cluster from the placement: it only chooses which revision a
+// placed cluster's copy is written at.
 func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	s.rollout = nil
 	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
@@ -79,31 +90,12 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	if err != nil {
 		return err
 	}
-	v := render.NextVersions(s.cpv.Status, render.ContentHash(render.Template(s.fed)), render.OverridesHash(s.spec.Overrides, s.t.replicas))
-	latest, revs, err := store.Ensure(ctx, s.fed, namespace, revs, v)
+	d, err := DecideRollout(ctx, store, r.typ, s.fed, s.spec, s.cpv, Placement{s.t}, s.clusters, namespace, revs, FederatedStatusOf(s.fed).Rollout)
 	if err != nil {
 		return err
 	}
-	plan := &rolloutPlan{previous: federatedStatusOf(s.fed).Rollout, held: map[typesv1beta1.Revision]*syncInput{}, revs: revs, latest: latest}
-	in, err := engineInput(r.typ, s.fed, s.spec, s.cpv, s.t, s.clusters, latest.Number, plan.previous, func(n typesv1beta1.Revision) (*syncInput, error) {
-		return plan.input(s, revs, n)
-	})
-	if err != nil {
-		return err
-	}
-	plan.decision = rollout.Decide(in)
-	keep := map[typesv1beta1.Revision]bool{latest.Number: true, plan.decision.Status.FromRevision: true}
-	for _, target := range plan.decision.Targets {
-		keep[target] = true
-	}
-	for _, c := range in.Clusters {
-		keep[c.Target] = true
-	}
-	limit := defaultRevisionHistory
-	if n := s.spec.Rollout.RevisionHistoryLimit; n != nil {
-		limit = int(*n)
-	}
-	if err := store.Prune(ctx, namespace, revs, limit, keep); err != nil {
+	plan := &rolloutPlan{RolloutDecision: d}
+	if err := store.Prune(ctx, namespace, plan.Revisions, historyLimit(s.spec.Rollout), plan.kept()); err != nil {
 		return err
 	}
 	if plan.pull, err = plan.pullPlan(s); err != nil {
@@ -111,6 +103,51 @@ func (r *Reconciler) planRollout(ctx context.Context, s *syncState) error {
 	}
 	s.rollout = plan
 	return nil
+}
+
+// DecideRollout is the core of the rollout stage under spec.rollout Waves,
+// which the controller's sync (planRollout) and fedwarden plan both run: it
+// records fed's current content as its latest revision in store (a DryRun
+// store writes nothing, and returns what it would have written), then runs
+// the rollout engine on fed placed as pl. revs are fed's revisions in
+// namespace, as store.List returns them; previous is the rollout status the
+// host has.
+func DecideRollout(ctx context.Context, store rollout.Store, typ Type, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion,
+	pl Placement, clusters []corev1beta1.FederatedCluster, namespace string, revs []rollout.Revision, previous *typesv1beta1.RolloutStatus) (RolloutDecision, error) {
+	latest, revs, err := store.Ensure(ctx, fed, namespace, revs, InputsOf(fed, spec, cpv, pl.t.replicas).Versions)
+	if err != nil {
+		return RolloutDecision{}, err
+	}
+	d := RolloutDecision{Revisions: revs, Latest: latest, held: map[typesv1beta1.Revision]*syncInput{}}
+	d.Input, err = engineInput(typ, fed, spec, cpv, pl.t, clusters, latest.Number, previous, func(n typesv1beta1.Revision) (*syncInput, error) {
+		return d.input(fed, cpv, pl.t, n)
+	})
+	if err != nil {
+		return RolloutDecision{}, err
+	}
+	d.Decision = rollout.Decide(d.Input)
+	return d, nil
+}
+
+// kept are the revisions pruning keeps whatever the history limit: the
+// latest, the one the rollout comes from, and those a cluster targets.
+func (d *RolloutDecision) kept() map[typesv1beta1.Revision]bool {
+	keep := map[typesv1beta1.Revision]bool{d.Latest.Number: true, d.Decision.Status.FromRevision: true}
+	for _, target := range d.Decision.Targets {
+		keep[target] = true
+	}
+	for _, c := range d.Input.Clusters {
+		keep[c.Target] = true
+	}
+	return keep
+}
+
+// historyLimit is how many revisions r, spec.rollout, keeps.
+func historyLimit(r *typesv1beta1.Rollout) int {
+	if n := r.RevisionHistoryLimit; n != nil {
+		return int(*n)
+	}
+	return defaultRevisionHistory
 }
 
 // pullPlan is the plan's part for the Pull clusters placed: each one's
@@ -121,7 +158,7 @@ func (p *rolloutPlan) pullPlan(s *syncState) (*pullPlan, error) {
 	if !placesPull(s.t.names, s.set) {
 		return nil, nil
 	}
-	latest := p.decision.Status.Revision
+	latest := p.Decision.Status.Revision
 	out := &pullPlan{
 		revisions: map[string]typesv1beta1.Revision{},
 		rollout:   &typesv1beta1.PullRollout{Latest: rollout.RefOf(latest, rollout.KeyOf(s.fed))},
@@ -130,12 +167,12 @@ func (p *rolloutPlan) pullPlan(s *syncState) (*pullPlan, error) {
 		if !isPull(s.set[name]) {
 			continue
 		}
-		target, _ := p.decision.Effective(name, p.revs)
+		target, _ := p.Decision.Effective(name, p.Revisions)
 		out.revisions[name] = target
 		if target == latest {
 			continue
 		}
-		rev, _ := rollout.ByNumber(p.revs, target)
+		rev, _ := rollout.ByNumber(p.Revisions, target)
 		if slices.ContainsFunc(out.rollout.Held, func(h typesv1beta1.HeldRevision) bool { return h.Number == target }) {
 			continue
 		}
@@ -155,22 +192,6 @@ func pullPlanOf(s *syncState) *pullPlan {
 		return nil
 	}
 	return s.rollout.pull
-}
-
-// RolloutInput is what the controller's rollout stage gives the rollout
-// engine (rollout.Decide) for fed, placed as pl, whose content is revision
-// latest of revs (the revisions as rollout.Store.Ensure leaves them);
-// previous is the rollout status the host has. fedwarden plan runs the
-// engine on it.
-func RolloutInput(typ Type, fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, pl Placement,
-	clusters []corev1beta1.FederatedCluster, revs []rollout.Revision, latest typesv1beta1.Revision, previous *typesv1beta1.RolloutStatus) (rollout.Input, error) {
-	return engineInput(typ, fed, spec, cpv, pl.t, clusters, latest, previous, func(n typesv1beta1.Revision) (*syncInput, error) {
-		rev, ok := rollout.ByNumber(revs, n)
-		if !ok {
-			return nil, nil
-		}
-		return revisionInput(fed, rev, cpv, pl.t)
-	})
 }
 
 // engineInput is the rollout engine's input: spec.rollout's waves over the
@@ -239,20 +260,22 @@ func sameCopy(typ Type, was *syncInput, fed *unstructured.Unstructured, spec ren
 	return err == nil && render.ContentHash(before.Object) == render.ContentHash(now.Object)
 }
 
-// input returns the sync input of revision n, nil when it is not kept.
-func (p *rolloutPlan) input(s *syncState, revs []rollout.Revision, n typesv1beta1.Revision) (*syncInput, error) {
-	if in, ok := p.held[n]; ok {
+// input returns the sync input of revision n of fed, whose CPV is cpv,
+// placed as t; nil when it is not kept. An input read once is kept for the
+// rest of the sync.
+func (d *RolloutDecision) input(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, t targets, n typesv1beta1.Revision) (*syncInput, error) {
+	if in, ok := d.held[n]; ok {
 		return in, nil
 	}
-	rev, ok := rollout.ByNumber(revs, n)
+	rev, ok := rollout.ByNumber(d.Revisions, n)
 	if !ok {
 		return nil, nil
 	}
-	in, err := revisionInput(s.fed, rev, s.cpv, s.t)
+	in, err := revisionInput(fed, rev, cpv, t)
 	if err != nil {
 		return nil, err
 	}
-	p.held[n] = in
+	d.held[n] = in
 	return in, nil
 }
 
@@ -279,13 +302,13 @@ func (p *rolloutPlan) heldInputs(s *syncState, in *syncInput) error {
 	}
 	in.targets = map[string]typesv1beta1.Revision{}
 	in.held = map[string]*syncInput{}
-	for name := range p.decision.Targets {
-		target, _ := p.decision.Effective(name, p.revs)
+	for name := range p.Decision.Targets {
+		target, _ := p.Decision.Effective(name, p.Revisions)
 		in.targets[name] = target
-		if target == p.decision.Status.Revision {
+		if target == p.Decision.Status.Revision {
 			continue
 		}
-		h, err := p.input(s, p.revs, target)
+		h, err := p.input(s.fed, s.cpv, s.t, target)
 		if err != nil {
 			return err
 		}
@@ -304,7 +327,7 @@ func rolloutStatus(st *typesv1beta1.FederatedStatus, p *rolloutPlan, generation 
 		meta.RemoveStatusCondition(&st.Conditions, typesv1beta1.FederatedRolloutHalted)
 		return
 	}
-	d := p.decision
+	d := p.Decision
 	st.Rollout = d.Status.DeepCopy()
 	reason, message := typesv1beta1.ReasonRolloutComplete, fmt.Sprintf("every placed cluster targets revision %d", d.Status.Revision)
 	switch {
@@ -327,17 +350,17 @@ func (rep *reporter) recordRollout(fed *unstructured.Unstructured, p *rolloutPla
 	if p == nil || rep.recorder == nil {
 		return
 	}
-	for _, w := range p.decision.Started {
-		rep.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventWaveStarted, "Rollout", "revision %d: wave %s started", p.decision.Status.Revision, w)
+	for _, w := range p.Decision.Started {
+		rep.recorder.Eventf(fed, nil, "Normal", typesv1beta1.EventWaveStarted, "Rollout", "revision %d: wave %s started", p.Decision.Status.Revision, w)
 	}
-	if p.decision.Halt == nil || wasHalted(p.previous, p.decision.Status.Revision) {
+	if p.Decision.Halt == nil || wasHalted(p.Input.Previous, p.Decision.Status.Revision) {
 		return
 	}
-	rep.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventRolloutHalted, "Rollout", "revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message)
+	rep.recorder.Eventf(fed, nil, "Warning", typesv1beta1.EventRolloutHalted, "Rollout", "revision %d halted: %s", p.Decision.Status.Revision, p.Decision.Halt.Message)
 	if rep.driftNotifier != nil {
 		rep.driftNotifier.Notify(notify.Transition{
 			Kind: notify.RolloutHalted, Federated: rep.typ.Federated, Resource: rep.typ.FederatedResource, Target: rep.typ.Target,
-			Namespace: fed.GetNamespace(), Name: fed.GetName(), Message: fmt.Sprintf("revision %d halted: %s", p.decision.Status.Revision, p.decision.Halt.Message),
+			Namespace: fed.GetNamespace(), Name: fed.GetName(), Message: fmt.Sprintf("revision %d halted: %s", p.Decision.Status.Revision, p.Decision.Halt.Message),
 		})
 	}
 }

@@ -31,21 +31,27 @@ func TestRecordRollout(t *testing.T) {
 	var evs events
 	var got notifications
 	rep := &reporter{recorder: &evs, driftNotifier: &got}
-	rep.recordRollout(fed, &rolloutPlan{decision: halted, previous: &typesv1beta1.RolloutStatus{Revision: 3, Waves: []typesv1beta1.WaveStatus{{Phase: typesv1beta1.WaveProgressing}}}})
+	rep.recordRollout(fed, planOf(halted, &typesv1beta1.RolloutStatus{Revision: 3, Waves: []typesv1beta1.WaveStatus{{Phase: typesv1beta1.WaveProgressing}}}))
 	if len(evs) != 1 || !strings.HasPrefix(evs[0], "Warning RolloutHalted revision 3 halted: cluster a is Degraded") {
 		t.Errorf("Events %q", evs)
 	}
 	if len(got) != 1 || got[0].Kind != notify.RolloutHalted || got[0].Name != "web" || !strings.Contains(got[0].Message, "cluster a is Degraded") {
 		t.Errorf("notified %+v", got)
 	}
-	rep.recordRollout(fed, &rolloutPlan{decision: halted, previous: &halted.Status})
+	rep.recordRollout(fed, planOf(halted, &halted.Status))
 	if len(evs) != 1 || len(got) != 1 {
 		t.Errorf("a rollout halted still was told again: Events %q, notified %+v", evs, got)
 	}
-	rep.recordRollout(fed, &rolloutPlan{decision: rollout.Decision{Status: typesv1beta1.RolloutStatus{Revision: 4}, Started: []string{"canary"}}})
+	rep.recordRollout(fed, planOf(rollout.Decision{Status: typesv1beta1.RolloutStatus{Revision: 4}, Started: []string{"canary"}}, nil))
 	if len(evs) != 2 || evs[1] != "Normal WaveStarted revision 4: wave canary started" {
 		t.Errorf("Events %q", evs)
 	}
+}
+
+// planOf is the rollout plan of decision d, made on a rollout whose status
+// was previous.
+func planOf(d rollout.Decision, previous *typesv1beta1.RolloutStatus) *rolloutPlan {
+	return &rolloutPlan{RolloutDecision: RolloutDecision{Decision: d, Input: rollout.Input{Previous: previous}}}
 }
 
 // A rollout in waves of Secrets is refused before anything is read or
@@ -112,11 +118,14 @@ func TestRolloutInputClusters(t *testing.T) {
 		}
 		clusters = append(clusters, fc)
 	}
-	in, err := RolloutInput(deploymentType, fed, spec, cpv, pl, clusters, revs, 2, nil)
+	d, err := DecideRollout(t.Context(), rollout.Store{DryRun: true}, deploymentType, fed, spec, cpv, pl, clusters, "shop", revs, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := in.Clusters
+	if d.Latest.Number != 2 || d.Input.Latest != 2 {
+		t.Fatalf("latest revision %d (engine told %d), want 2", d.Latest.Number, d.Input.Latest)
+	}
+	got := d.Input.Clusters
 	inSync := rollout.Cluster{Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated"}
 	want := map[string]rollout.Cluster{
 		"a":    {Target: 1, State: typesv1beta1.InSync, Health: corev1beta1.HealthProgressing, HealthReason: "ReplicasNotUpdated", Unchanged: true},

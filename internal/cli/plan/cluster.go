@@ -27,7 +27,7 @@ const pullNoDryRun = "a Pull cluster: the host keeps no credentials for it, so n
 func (p *planner) planCluster(ctx context.Context, in *planInput, name string) Cluster {
 	c := Cluster{Name: name}
 	if !slices.Contains(in.placed.names, name) {
-		if _, recorded := in.previous[name]; recorded {
+		if _, recorded := in.Previous[name]; recorded {
 			p.planRemoval(ctx, in, &c)
 		} else {
 			c.Action, c.Reason = ActionNotPlaced, in.placed.ruledOut(name)
@@ -75,9 +75,9 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	sc.add(live)
 	ctx = sc.context(ctx) // the dry run's warnings are scrubbed too
 	policy := propagation.PolicyFor(in.s.spec, c.Name, p.remediation)
-	prev, recorded := in.previous[c.Name]
-	d, err := propagation.DecideWrite(propagation.Copy{Type: in.s.kind.Type, Fed: in.s.fed, Versions: in.v, Previous: prev, Recorded: recorded,
-		Desired: desired, Live: live, Policy: policy, Force: in.force})
+	prev, recorded := in.Previous[c.Name]
+	d, err := propagation.DecideWrite(propagation.Copy{Type: in.s.kind.Type, Fed: in.s.fed, Versions: in.Versions, Previous: prev, Recorded: recorded,
+		Desired: desired, Live: live, Policy: policy, Force: in.Force})
 	if err != nil {
 		c.Action, c.Error = ActionUnknown, err.Error()
 		return
@@ -87,7 +87,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	if !c.Action.writes() {
 		return
 	}
-	write := propagation.Stamped(desired, live, in.s.spec.RetainReplicas, in.v, in.s.fed.GetUID())
+	write := propagation.Stamped(desired, live, in.s.spec.RetainReplicas, in.Versions, in.s.fed.GetUID())
 	c.DryRun = p.dryRunApply(ctx, in, member, write)
 	if c.DryRun.Status == DryRunFailed {
 		c.Error = c.DryRun.Message
@@ -102,10 +102,10 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 // CPV: the host cannot read it. desired is the copy planned there.
 func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured, def typesv1beta1.Remediation) {
 	c.Pull = true
-	prev, recorded := in.previous[c.Name]
-	moved := prev.TemplateVersion != in.v.Template || prev.OverrideVersion != in.v.Override
+	prev, recorded := in.Previous[c.Name]
+	moved := prev.TemplateVersion != in.Versions.Template || prev.OverrideVersion != in.Versions.Override
 	changed := moved && !(recorded && agentHasCurrent(in, c.Name, prev, desired))
-	d := propagation.DecideFromEntry(prev, recorded, changed, in.v, propagation.PolicyFor(in.s.spec, c.Name, def), in.force)
+	d := propagation.DecideFromEntry(prev, recorded, changed, in.Versions, propagation.PolicyFor(in.s.spec, c.Name, def), in.Force)
 	c.Action, c.Reason = Action(d.Action), d.Reason
 	if recorded && moved && !changed && d.Action == propagation.ActionUnchanged {
 		c.Reason = "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
@@ -204,7 +204,7 @@ func renderTarget(in *planInput) render.Target {
 // Secret's values redacted.
 func rendered(in *planInput, cluster string, desired *unstructured.Unstructured) map[string]any {
 	v, err := memberdiff.Compare(memberdiff.Input{
-		Location: cluster, Desired: desired, Versions: memberdiff.Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
+		Location: cluster, Desired: desired, Versions: memberdiff.Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
 		Redact: memberdiff.IsSecret(in.s.kind.Type.Target),
 	})
 	if err != nil {

@@ -44,7 +44,7 @@ func TestPlanWaves(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, _, err := planWaves(spec.Rollout, placed, clusters)
+		r, err := planWaves(spec.Rollout, placed, clusters)
 		var got []string
 		for _, w := range r.Waves {
 			got = append(got, w.Name+":"+strings.Join(w.Clusters, ","))
@@ -86,8 +86,7 @@ func testInput(force, adopt bool) *planInput {
 			Target:           schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"},
 			TargetNamespaced: true, FederatedNamespaced: true,
 		}}},
-		v:     render.Versions{Template: "2", Override: "1"},
-		force: force,
+		Inputs: propagation.Inputs{Versions: render.Versions{Template: "2", Override: "1"}, Force: force},
 	}
 }
 
@@ -123,9 +122,9 @@ func TestPlanPull(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := testInput(tt.force, false)
-		in.previous = map[string]typesv1beta1.ClusterVersion{}
+		in.Previous = map[string]typesv1beta1.ClusterVersion{}
 		if tt.entry != nil {
-			in.previous["edge"] = *tt.entry
+			in.Previous["edge"] = *tt.entry
 		}
 		c := Cluster{Name: "edge"}
 		planPull(in, &c, nil, cmp.Or(tt.remediation, typesv1beta1.RemediationEnforce))
@@ -165,7 +164,7 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 		}
 		in.s.spec = spec
 		in.s.cpv.Status = typesv1beta1.ClusterPropagatedVersionStatus{TemplateVersion: "1", OverrideVersion: "1"}
-		in.previous = map[string]typesv1beta1.ClusterVersion{"edge": {ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}}
+		in.Previous = map[string]typesv1beta1.ClusterVersion{"edge": {ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}}
 		desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "edge", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +175,7 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 			t.Errorf("%s: %+v, want %s", tt.name, c, tt.want)
 		}
 		// Another cluster, which the template change reaches, is updated.
-		in.previous["core"] = typesv1beta1.ClusterVersion{ClusterName: "core", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}
+		in.Previous["core"] = typesv1beta1.ClusterVersion{ClusterName: "core", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}
 		core, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "core", nil)
 		if err != nil {
 			t.Fatal(err)

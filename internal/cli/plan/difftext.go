@@ -22,7 +22,7 @@ func diffText(in *planInput, cluster string, write, live *unstructured.Unstructu
 	location := cluster + "/" + describeKey(desired.GetNamespace(), desired.GetName())
 	v, err := memberdiff.Compare(memberdiff.Input{
 		Location: location, Desired: desired, Live: live, Policy: policy,
-		Versions: memberdiff.Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
+		Versions: memberdiff.Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
 		Redact:   memberdiff.IsSecret(in.s.kind.Type.Target),
 	})
 	if err != nil || !v.Differs() {

@@ -5,53 +5,41 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
-// engine is the controller's rollout engine, rollout.Decide, run on the
-// planned resource with the inputs the controller's rollout stage would
-// give it (propagation's planRollout and rolloutClusters).
+// engine is the controller's rollout decision (propagation.DecideRollout)
+// on the planned resource, made as its next sync would make it.
 type engine struct {
-	in rollout.Input
-	d  rollout.Decision
+	propagation.RolloutDecision
 	// newRevision: the planned content makes a new revision, numbered
-	// in.Latest; else it is the newest revision's content.
+	// Input.Latest; else it is the newest revision's content.
 	newRevision bool
-	// revs are the revisions kept, as the rollout stage leaves them.
-	revs []rollout.Revision
-}
-
-// newEngine runs the engine on in; newRevision says whether in.Latest is
-// a revision the planned change makes.
-func newEngine(in rollout.Input, newRevision bool, revs []rollout.Revision) *engine {
-	return &engine{in: in, d: rollout.Decide(in), newRevision: newRevision, revs: revs}
 }
 
 // runEngine decides the rollout of the planned resource as the
 // controller's next sync would, under strategy Waves; nil under All. The
-// latest revision is the newest ControllerRevision when the planned
-// content is its, else a new one after it; the previous decision is the
-// host's status.rollout; each placed cluster is as its CPV entry says.
-// When plan may not list the resource's ControllerRevisions it returns
-// nil and says why: the timing is then plan's approximation.
-func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.Wave) (*engine, string, error) {
+// revisions are the host's (none for a resource it does not have), with
+// the planned content recorded by a dry-run store; the previous decision
+// is the host's status.rollout. When plan may not list the resource's
+// ControllerRevisions it returns nil and says why: the timing is then
+// plan's approximation.
+func (p *planner) runEngine(ctx context.Context, in *planInput) (*engine, string, error) {
 	s := in.s
 	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
 		return nil, "", nil
 	}
-	var revs []rollout.Revision
 	namespace := s.fed.GetNamespace()
 	if namespace == "" {
 		namespace = p.controlPlane
 	}
+	var revs []rollout.Revision
+	var previous *typesv1beta1.RolloutStatus
 	if s.exists {
-		store := rollout.Store{Reader: p.host}
-		list, err := store.List(ctx, s.fed, namespace)
+		list, err := (&rollout.Store{Reader: p.host}).List(ctx, s.fed, namespace)
 		switch {
 		case apierrors.IsForbidden(err):
 			return nil, fmt.Sprintf("plan may not list the ControllerRevisions in namespace %s (%v): the waves' progress is not known, "+
@@ -59,57 +47,33 @@ func (p *planner) runEngine(ctx context.Context, in *planInput, waves []rollout.
 		case err != nil:
 			return nil, "", err
 		}
-		revs = list
+		revs, previous = list, propagation.FederatedStatusOf(s.current).Rollout
 	}
-	// The revision the controller's rollout stage would make of the
-	// planned content, with nothing written.
-	newRevision := len(revs) == 0 || revs[len(revs)-1].Key != rollout.KeyOf(s.fed)
-	latestRev, revs, err := (&rollout.Store{Reader: p.host, DryRun: true}).Ensure(ctx, s.fed, namespace, revs, in.v)
+	d, err := propagation.DecideRollout(ctx, rollout.Store{Reader: p.host, DryRun: true}, s.kind.Type, s.fed, s.spec, s.cpv,
+		in.placed.decided, in.clusters, namespace, revs, previous)
 	if err != nil {
 		return nil, "", err
 	}
-	latest := latestRev.Number
-	input, err := propagation.RolloutInput(s.kind.Type, s.fed, s.spec, s.cpv, in.placed.decided, in.clusters, revs, latest, previousRollout(s.current))
-	if err != nil {
-		return nil, "", err
-	}
-	input.Waves = waves
-	return newEngine(input, newRevision, revs), "", nil
-}
-
-// previousRollout is the status.rollout of current, the resource as the
-// host has it; nil when there is none.
-func previousRollout(current *unstructured.Unstructured) *typesv1beta1.RolloutStatus {
-	if current == nil {
-		return nil
-	}
-	raw, found, _ := unstructured.NestedMap(current.Object, "status", "rollout")
-	if !found {
-		return nil
-	}
-	st := &typesv1beta1.RolloutStatus{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, st); err != nil {
-		return nil
-	}
-	return st
+	return &engine{RolloutDecision: d, newRevision: len(revs) == 0 || revs[len(revs)-1].Key != rollout.KeyOf(s.fed)}, "", nil
 }
 
 // summarize fills r with the decision: the revisions, each wave's phase
 // and message, and where the rollout is, as conditions RolledOut and
 // RolloutHalted would say it.
 func (e *engine) summarize(r *Rollout) {
-	st := e.d.Status
-	r.Engine, r.Revision, r.NewRevision, r.FromRevision, r.Complete = true, int64(st.Revision), e.newRevision, int64(st.FromRevision), e.d.Complete
+	d := e.Decision
+	st := d.Status
+	r.Engine, r.Revision, r.NewRevision, r.FromRevision, r.Complete = true, int64(st.Revision), e.newRevision, int64(st.FromRevision), d.Complete
 	for i := range r.Waves {
 		if i < len(st.Waves) {
 			r.Waves[i].Phase, r.Waves[i].Message = string(st.Waves[i].Phase), st.Waves[i].Message
 		}
 	}
 	switch {
-	case e.d.Halt != nil:
-		r.Halted = &Halt{Reason: e.d.Halt.Reason, Message: e.d.Halt.Message}
-		r.Progress = e.d.Halt.Message
-	case !e.d.Complete:
+	case d.Halt != nil:
+		r.Halted = &Halt{Reason: d.Halt.Reason, Message: d.Halt.Message}
+		r.Progress = d.Halt.Message
+	case !d.Complete:
 		r.Progress = rollout.Progress(st)
 	default:
 		r.Progress = fmt.Sprintf("every placed cluster targets revision %d", st.Revision)
@@ -126,20 +90,20 @@ func (e *engine) timing(c *Cluster, newContent bool) {
 	if !c.Placed {
 		return
 	}
-	target, ok := e.d.Effective(c.Name, e.revs)
+	target, ok := e.Decision.Effective(c.Name, e.Revisions)
 	if !ok {
 		return
 	}
-	c.TargetRevision, c.Held = int64(target), target < e.in.Latest
+	c.TargetRevision, c.Held = int64(target), target < e.Input.Latest
 	if !c.Now || c.Action == ActionDelete || !newContent {
 		return
 	}
 	if !c.Held {
-		c.Reason += "; " + e.d.NowReason(e.in, c.Name)
+		c.Reason += "; " + e.Decision.NowReason(e.Input, c.Name)
 		return
 	}
 	c.Now = false
-	c.Reason += "; " + e.d.HeldReason(e.in, c.Name, target)
+	c.Reason += "; " + e.Decision.HeldReason(e.Input, c.Name, target)
 	if c.Action == ActionCreate {
 		c.Reason += fmt.Sprintf("; until then the controller creates its copy at revision %d", target)
 	}

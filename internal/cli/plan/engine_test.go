@@ -8,6 +8,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -139,7 +140,7 @@ func TestEngineTiming(t *testing.T) {
 			e.timing(&c, !tt.oldContent)
 			if c.Now != tt.now || c.Held != tt.held || c.TargetRevision != tt.target || c.Reason != "why"+tt.reason {
 				t.Errorf("timing: now %t, held %t, target %d, reason %q;\nwant now %t, held %t, target %d, reason %q\n(decision %+v)",
-					c.Now, c.Held, c.TargetRevision, c.Reason, tt.now, tt.held, tt.target, "why"+tt.reason, e.d)
+					c.Now, c.Held, c.TargetRevision, c.Reason, tt.now, tt.held, tt.target, "why"+tt.reason, e.Decision)
 			}
 		})
 	}
@@ -198,6 +199,12 @@ func TestEngineSummary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newEngine is the engine's decision on in, with revs kept; newRevision
+// says whether in.Latest is a revision the planned change makes.
+func newEngine(in rollout.Input, newRevision bool, revs []rollout.Revision) *engine {
+	return &engine{RolloutDecision: propagation.RolloutDecision{Revisions: revs, Input: in, Decision: rollout.Decide(in)}, newRevision: newRevision}
 }
 
 // kept are revisions 1 to latest, all kept.

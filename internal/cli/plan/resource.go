@@ -6,8 +6,7 @@ import (
 	"slices"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
 // planInput is what the plans of every cluster of one resource share.
@@ -15,16 +14,13 @@ type planInput struct {
 	s       *subject
 	placed  placement
 	rollout Rollout
-	// v are the versions the controller would stamp the copies with.
-	v render.Versions
+	// Inputs are the controller's sync inputs: the versions it would
+	// stamp the copies with, the CPV's entries, and whether a new
+	// kubefed.io/resync value makes it write every placed cluster.
+	propagation.Inputs
 	// joined are the FederatedClusters by name; clusters as listed.
 	joined   map[string]*corev1beta1.FederatedCluster
 	clusters []corev1beta1.FederatedCluster
-	// previous are the CPV's entries by cluster.
-	previous map[string]typesv1beta1.ClusterVersion
-	// force: a new kubefed.io/resync value makes the controller write
-	// every placed cluster.
-	force bool
 	// engine is the rollout engine's decision under strategy Waves; nil
 	// under All, or when plan could not run it (rollout.Note says why).
 	engine *engine
@@ -45,27 +41,22 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	if err := s.kind.Type.RefusedRollout(s.spec.Rollout); err != nil {
 		return nil, fmt.Errorf("%s: the controller refuses it: %w", s.describe(), err)
 	}
-	ro, waves, err := planWaves(s.spec.Rollout, pl.names, joined)
+	ro, err := planWaves(s.spec.Rollout, pl.names, joined)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.describe(), err)
 	}
-	in := &planInput{
-		s: s, placed: pl, rollout: ro, joined: map[string]*corev1beta1.FederatedCluster{}, clusters: joined, previous: map[string]typesv1beta1.ClusterVersion{},
-		v: render.NextVersions(s.cpv.Status, render.ContentHash(render.Template(s.fed)), render.OverridesHash(s.spec.Overrides, pl.replicas)),
-	}
+	in := &planInput{s: s, placed: pl, rollout: ro, Inputs: propagation.InputsOf(s.fed, s.spec, s.cpv, pl.replicas),
+		joined: map[string]*corev1beta1.FederatedCluster{}, clusters: joined}
 	names := slices.Clone(pl.names)
 	for i := range joined {
 		in.joined[joined[i].Name] = &joined[i]
 		names = append(names, joined[i].Name)
 	}
-	for _, cv := range s.cpv.Status.ClusterVersions {
-		in.previous[string(cv.ClusterName)] = cv
-		names = append(names, string(cv.ClusterName))
+	for name := range in.Previous {
+		names = append(names, name)
 	}
-	resync := s.fed.GetAnnotations()[typesv1beta1.AnnotationResync]
-	in.force = resync != "" && s.cpv.ResourceVersion != "" && resync != s.cpv.Status.Resync
 	slices.Sort(names)
-	if in.engine, in.rollout.Note, err = p.runEngine(ctx, in, waves); err != nil {
+	if in.engine, in.rollout.Note, err = p.runEngine(ctx, in); err != nil {
 		return nil, err
 	}
 	if in.engine != nil {
@@ -83,7 +74,7 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 func newReport(s *subject, in *planInput) *Report {
 	r := &Report{
 		Kind: s.kind.Type.Federated.Kind, Namespace: s.fed.GetNamespace(), Name: s.fed.GetName(), Source: "host", New: !s.exists, Waiting: s.waiting,
-		Versions: Versions{Template: string(in.v.Template), Override: string(in.v.Override)},
+		Versions: Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
 		Placement: Placement{
 			Scheduled: in.placed.decision.Failure == nil && !in.placed.deleting, Message: in.placed.message,
 			Clusters: nonNil(slices.Clone(in.placed.names)), RuledOut: []Verdict{},

@@ -14,22 +14,22 @@ const allWave = "all"
 
 // planWaves returns the rollout r, spec.rollout, takes the placed clusters
 // through: strategy All, or no rollout, is one wave, "all"; Waves is
-// rollout.Waves, whose waves it returns too (nil under All).
-func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, []rollout.Wave, error) {
+// rollout.Waves, as the rollout engine has them.
+func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, error) {
 	if r == nil || r.Strategy != typesv1beta1.RolloutWaves {
 		return Rollout{Strategy: string(typesv1beta1.RolloutAll), Paused: r != nil && r.Paused,
-			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil, nil
+			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil
 	}
 	waves, err := rollout.Waves(r, placed, clusters)
 	if err != nil {
-		return Rollout{}, nil, err
+		return Rollout{}, err
 	}
 	out := Rollout{Strategy: string(typesv1beta1.RolloutWaves), Paused: r.Paused}
 	for _, w := range waves {
 		out.Waves = append(out.Waves, Wave{Name: w.Name, Clusters: nonNil(w.Clusters), Pause: w.Spec.Pause,
 			BakeSeconds: w.Spec.BakeSeconds, MaxUnavailable: w.Spec.MaxUnavailable})
 	}
-	return out, waves, nil
+	return out, nil
 }
 
 // waveOf returns the wave cluster falls in, numbered from 1; 0 when none.
