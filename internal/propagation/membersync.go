@@ -313,9 +313,12 @@ func (a *applier) resource(member *clustercache.Member, namespace string) dynami
 // created for it.
 var errNamespaceGone = errors.New("the namespace of the copy is gone from the cluster")
 
-func isNamespaceNotFound(err error) bool {
-	status, ok := err.(apierrors.APIStatus)
-	if !ok || !apierrors.IsNotFound(err) {
+// IsNamespaceNotFound tells whether err, a member's answer to a write,
+// says the object's namespace does not exist there: the write then waits
+// for the namespace (the controller creates it, plan says so).
+func IsNamespaceNotFound(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
 		return false
 	}
 	d := status.Status().Details
@@ -334,7 +337,7 @@ func (a *applier) apply(ctx context.Context, member *clustercache.Member, desire
 	res := a.resource(member, desired.GetNamespace())
 	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 	memberWrites.WithLabelValues(member.Name, "apply").Inc()
-	if isNamespaceNotFound(err) {
+	if IsNamespaceNotFound(err) {
 		if !createNamespace {
 			return nil, errNamespaceGone
 		}

@@ -7,19 +7,24 @@ import (
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
-// scrubberOf is the scrubber of a cluster's sync of fed: for a kind whose
-// target is a Secret, it takes fed's template values out of a member's
-// words, and those of the copies the sync sees (seen); nil for other
-// kinds.
-func (a *applier) scrubberOf(fed *unstructured.Unstructured) *scrub.Scrubber {
-	if !scrub.IsSecret(a.typ.Target) {
-		return nil
-	}
-	return scrub.For(a.typ.Target, render.Template(fed))
+// ScrubberOf is the scrubber of a cluster's sync of fed, of type typ: for
+// a kind whose target is a Secret, it takes fed's template values out of a
+// member's words, and those of the copies the sync sees (Seen); nil for
+// other kinds. The controller, the agent and fedwarden plan scrub with it.
+func ScrubberOf(typ Type, fed *unstructured.Unstructured) *scrub.Scrubber {
+	return scrub.For(typ.Target, render.Template(fed))
 }
 
-// seen adds to sc the values of the copies a sync rendered or read (nil
+func (a *applier) scrubberOf(fed *unstructured.Unstructured) *scrub.Scrubber {
+	return ScrubberOf(a.typ, fed)
+}
+
+// Seen adds to sc the values of the copies a sync rendered or read (nil
 // ones are none).
+func Seen(sc *scrub.Scrubber, objects ...*unstructured.Unstructured) {
+	seen(sc, objects...)
+}
+
 func seen(sc *scrub.Scrubber, objects ...*unstructured.Unstructured) {
 	for _, obj := range objects {
 		if obj != nil {

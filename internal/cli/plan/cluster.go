@@ -15,6 +15,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
@@ -43,7 +44,8 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 		c.Action, c.Error = ActionUnknown, fmt.Sprintf("rendering its copy: %v", err)
 		return c
 	}
-	sc := newScrubber(in, desired)
+	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
+	propagation.Seen(sc, desired)
 	c.Rendered = rendered(in, name, desired)
 	fc := in.joined[name]
 	switch {
@@ -60,20 +62,20 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	if fc != nil && c.Action.writes() && !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
 		c.Reason += "; the cluster is not Ready: the controller writes once it is"
 	}
-	sc.scrub(&c)
+	scrubCluster(sc, &c)
 	return c
 }
 
 // planPush plans a placed Push cluster: reads its copy, decides as the
 // controller would, and dry-runs the write in the member.
-func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desired *unstructured.Unstructured, sc *scrubber) {
+func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desired *unstructured.Unstructured, sc *scrub.Scrubber) {
 	member, live, err := p.readLive(ctx, in, c.Name, desired)
 	if err != nil {
 		c.Action, c.Error = ActionUnknown, err.Error()
 		return
 	}
-	sc.add(live)
-	ctx = sc.context(ctx) // the dry run's warnings are scrubbed too
+	propagation.Seen(sc, live)
+	ctx = scrub.NewContext(ctx, sc) // the dry run's warnings are scrubbed too
 	policy := propagation.PolicyFor(in.s.spec, c.Name, p.remediation)
 	prev, recorded := in.Previous[c.Name]
 	d, err := propagation.DecideWrite(propagation.Copy{Type: in.s.kind.Type, Fed: in.s.fed, Versions: in.Versions, Previous: prev, Recorded: recorded,
@@ -151,9 +153,10 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 	}
 	// The member's answer to the dry run may quote the copy: a Secret's
 	// values are taken out, as for a write.
-	sc := newScrubber(in, live)
-	defer sc.scrub(c)
-	ctx = sc.context(ctx)
+	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
+	propagation.Seen(sc, live)
+	defer scrubCluster(sc, c)
+	ctx = scrub.NewContext(ctx, sc)
 	c.Action, c.Reason, c.Now = ActionDelete, why+": its copy is deleted", true
 	if in.s.kind.Type.IsNamespace() {
 		c.Reason = why + ": the namespace is deleted, or released when Fedwarden did not create it"

@@ -55,19 +55,29 @@ func TestPlanWaves(t *testing.T) {
 	}
 }
 
-func TestScrubber(t *testing.T) {
+func TestScrubCluster(t *testing.T) {
 	t.Parallel()
 	in := testInput(false, false)
 	in.s.kind.Type.Target = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
+	// The template's values are known from the start, as in the
+	// controller's sync (propagation.ScrubberOf); a copy seen adds its own.
+	in.s.fed.Object["spec"] = map[string]any{"template": map[string]any{"stringData": map[string]any{"key": "from-the-template"}}}
 	secret := &unstructured.Unstructured{Object: map[string]any{
 		"data":       map[string]any{"password": "aHVudGVyMjIy"}, // hunter222
 		"stringData": map[string]any{"pin": "123", "token": "tok-abcdef"},
 	}}
-	sc := newScrubber(in, secret)
-	c := Cluster{Reason: "value hunter222 and tok-abcdef", DryRun: &DryRun{Message: "got aHVudGVyMjIy, pin 123"}}
-	sc.scrub(&c)
-	if c.Reason != "value <redacted> and <redacted>" || c.DryRun.Message != "got <redacted>, pin 123" {
+	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
+	propagation.Seen(sc, secret)
+	c := Cluster{Reason: "value hunter222 and tok-abcdef", DryRun: &DryRun{Message: "got aHVudGVyMjIy, pin 123, from-the-template"}}
+	scrubCluster(sc, &c)
+	if c.Reason != "value <redacted> and <redacted>" || c.DryRun.Message != "got <redacted>, pin 123, <redacted>" {
 		t.Errorf("scrubbed: %q, %q", c.Reason, c.DryRun.Message)
+	}
+	// Another kind is not scrubbed.
+	c = Cluster{Reason: "value hunter222"}
+	scrubCluster(propagation.ScrubberOf(testInput(false, false).s.kind.Type, in.s.fed), &c)
+	if c.Reason != "value hunter222" {
+		t.Errorf("a Deployment's plan was scrubbed: %q", c.Reason)
 	}
 }
 

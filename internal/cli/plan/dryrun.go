@@ -28,7 +28,7 @@ func (p *planner) dryRunApply(ctx context.Context, in *planInput, member *cluste
 	defer cancel()
 	opts := metav1.PatchOptions{FieldManager: propagation.FieldManager, Force: new(true), DryRun: []string{metav1.DryRunAll}}
 	_, err = resource(in, member, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, raw, opts)
-	if isNamespaceNotFound(err) {
+	if propagation.IsNamespaceNotFound(err) {
 		return &DryRun{Status: DryRunSkipped, Message: fmt.Sprintf("namespace %s does not exist in cluster %s yet: the controller creates it before the copy, "+
 			"so the member cannot judge the copy before then", obj.GetNamespace(), member.Name)}
 	}
@@ -68,15 +68,4 @@ func refusal(code int32) bool {
 		return false
 	}
 	return code >= 400 && code < 500
-}
-
-// isNamespaceNotFound tells whether err says the object's namespace does
-// not exist.
-func isNamespaceNotFound(err error) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
-		return false
-	}
-	d := status.Status().Details
-	return d != nil && d.Kind == "namespaces"
 }
