@@ -14,6 +14,11 @@ CHROMIUM := $(or $(FEDWARDEN_CHROMIUM),/usr/bin/chromium)
 # dependency (several minutes on 2 cores): add it here to check it.
 CROSS_PLATFORMS ?= darwin/arm64 windows/amd64
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# make test and make test-race link their test binaries without DWARF
+# (-ldflags=-w; nothing reads it, and linking some 70 test binaries is a
+# share of the CPU of a 2-core run) and skip go test's own vet, a subset of
+# the go vet ./... that make verify runs (docs/testing.md, "How long").
+TEST_BUILD_FLAGS ?= -ldflags=-w -vet=off
 # go test runs GOMAXPROCS tests of a package at once, except test/e2e, whose
 # TestMain raises it to 8 (FEDWARDEN_E2E_PARALLEL sets another number;
 # -parallel in GO_TEST_FLAGS wins everywhere): its tests mostly wait on
@@ -70,7 +75,7 @@ verify: generate
 
 ## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd, and the console's in headless Chromium (FEDWARDEN_REQUIRE_BROWSER=1: a missing browser fails them rather than skipping them)
 test: tools
-	FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) $(TEST_PACKAGES)
+	FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 
 # Every package, the longest first: go test runs GOMAXPROCS packages at
 # once in the order given, so the end-to-end, chaos and Kyverno suites
@@ -80,8 +85,8 @@ TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
-	FEDWARDEN_BIN_DIR=$(BIN) go test -race $(GO_TEST_FLAGS) $(RACE_PACKAGES)
-	FEDWARDEN_RACE=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(GO_TEST_FLAGS) -run '$(RACE_E2E_TESTS)' ./test/e2e/
+	FEDWARDEN_BIN_DIR=$(BIN) go test -race $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) $(RACE_PACKAGES)
+	FEDWARDEN_RACE=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) -run '$(RACE_E2E_TESTS)' ./test/e2e/
 
 RACE_PACKAGES ?= ./internal/...
 # The end-to-end paths a race-built controller-manager and agent go through

@@ -42,10 +42,11 @@ const RaceEnv = "FEDWARDEN_RACE"
 const raceReport = "WARNING: DATA RACE"
 
 // Build builds ./cmd/fedwarden into dir and returns the binary's path: with
-// the race detector when RaceEnv is 1.
+// the race detector when RaceEnv is 1. It is linked without DWARF, which
+// no test reads: a share less of the CPU each test package spends on it.
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "fedwarden")
-	args := []string{"build", "-o", bin}
+	args := []string{"build", "-ldflags=-w", "-o", bin}
 	if os.Getenv(RaceEnv) == "1" {
 		args = append(args, "-race")
 	}
