@@ -79,9 +79,11 @@ test: tools
 
 # Every package, the longest first: go test runs GOMAXPROCS packages at
 # once in the order given, so the end-to-end, chaos and Kyverno suites
-# (minutes each) start first instead of last, and the short packages fill
-# whichever slot frees (docs/testing.md, "How long").
-TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./...
+# (minutes each) start first instead of last, then those of 30 s or more
+# (as measured, docs/testing.md, "How long"), and the short packages fill
+# whichever slot frees at the end.
+TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./internal/localfed ./internal/propagation ./internal/cli/plan \
+	./test/plandiff/pull ./internal/cli/join ./internal/typeconfig ./internal/scheduler/capacitysource ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
