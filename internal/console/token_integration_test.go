@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
 	"testing"
@@ -154,19 +155,15 @@ func TestTheSignInCookieStaysUnderTheConsolesPath(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	token := serviceAccountToken(ctx, t, hostClient(t), "default", "cookie-path", false)
-	srv, err := console.New(console.Options{Mode: console.ModeToken,
+	base := startConsole(t, console.Options{Mode: console.ModeToken,
 		Host: &rest.Config{Host: fed.Host.Endpoint, TLSClientConfig: rest.TLSClientConfig{CAData: fed.Host.CAData}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httptest.NewServer(http.StripPrefix("/console", srv.Handler()))
-	defer proxy.Close()
+	proxy := startPathProxy(t, "/console", base)
 	jar, err := cookiejar.New(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	browser := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	res, err := browser.PostForm(proxy.URL+"/console/signin", url.Values{"token": {token}, "next": {"/"}})
+	res, err := browser.PostForm(proxy+"/console/signin", url.Values{"token": {token}, "next": {"/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,11 +172,31 @@ func TestTheSignInCookieStaysUnderTheConsolesPath(t *testing.T) {
 		t.Fatalf("signing in: %s", res.Status)
 	}
 	for path, want := range map[string]bool{"/console/": true, "/console/api/fleet": true, "/": false, "/other-app/": false} {
-		u, _ := url.Parse(proxy.URL + path)
+		u, _ := url.Parse(proxy + path)
 		if got := len(jar.Cookies(u)) == 1; got != want {
 			t.Errorf("the browser sends the token's cookie to %s: %v, want %v", path, got, want)
 		}
 	}
+}
+
+// startPathProxy serves, on 127.0.0.1 until the test ends, a reverse
+// proxy that forwards what comes under prefix to the console at base,
+// prefix taken off, as an ingress serving the console under a path does.
+// It returns the proxy's URL.
+func startPathProxy(t *testing.T, prefix, base string) string {
+	t.Helper()
+	target, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &http.Server{Handler: http.StripPrefix(prefix, httputil.NewSingleHostReverseProxy(target)), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = server.Serve(ln) }()
+	t.Cleanup(func() { _ = server.Close() })
+	return "http://" + ln.Addr().String()
 }
 
 // openStream opens the live stream at u with token, and returns a channel
