@@ -31,6 +31,8 @@ type applier struct {
 	agent *agentSide
 	// health judges the copies; nil: not judged.
 	health *copyhealth.Evaluator
+	// dryRun is set when the applier writes nothing (Previewer).
+	dryRun *dryRunner
 }
 
 // syncInput is what every cluster's sync of one resource shares.
@@ -94,8 +96,13 @@ func InputsOf(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta
 }
 
 func newSyncInput(fed *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, t targets) *syncInput {
-	x := InputsOf(fed, spec, cpv, t.replicas)
-	return &syncInput{fed: fed, spec: spec, replicas: t.replicas, v: x.Versions, previous: x.Previous, resync: x.Resync, force: x.Force}
+	return InputsOf(fed, spec, cpv, t.replicas).syncInput(fed, spec, t.replicas)
+}
+
+// syncInput is the input of a sync of fed, whose spec is spec, from x;
+// replicas are the scheduler's, by cluster.
+func (x Inputs) syncInput(fed *unstructured.Unstructured, spec render.Spec, replicas map[string]int32) *syncInput {
+	return &syncInput{fed: fed, spec: spec, replicas: replicas, v: x.Versions, previous: x.Previous, resync: x.Resync, force: x.Force}
 }
 
 // actedResync is the kubefed.io/resync value this sync acts on, or "" when

@@ -24,7 +24,8 @@
 //     makes it; it deletes the copies of clusters the resource left, by the
 //     delete rule of removals.go (placedBy, ownCopy). Every member message
 //     passes the scrubber (scrub.go). A Pull cluster's agent (agentsync.go,
-//     pull.go) runs the same applier in its own cluster;
+//     pull.go) runs the same applier in its own cluster, and fedwarden
+//     plan runs it with a writer that writes nothing (preview.go);
 //   - record: the cpvStore (cpvstore.go, cpvstatus.go, ledger.go) writes
 //     the ClusterPropagatedVersion, its spec and status, and an agent's
 //     own entry;

@@ -12,8 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -34,8 +36,10 @@ type clusterResult struct {
 	state   typesv1beta1.DriftState
 	message string
 	// answer is the member's error that message quotes, if any, for
-	// scrubbed: it is nil in every result the apply stage returns.
+	// scrubbed: it is nil in every result the apply stage returns. code is
+	// its HTTP status code (0 when it has none), which outlives it.
 	answer error
+	code   int32
 	// object is the member copy after the sync, when there is one.
 	object *unstructured.Unstructured
 	// written: Fedwarden wrote the copy in this sync.
@@ -66,6 +70,14 @@ type clusterResult struct {
 	// when it is not the latest.
 	target typesv1beta1.Revision
 	held   *render.Versions
+	// decision is the write decision, when one was made; live the
+	// member's copy it was made on, sent the object written (nil when
+	// none). A Preview reports them.
+	decision   *Decision
+	live, sent *unstructured.Unstructured
+	// namespaceMissing: a preview's write could not be judged, as the
+	// copy's namespace does not exist in the member yet.
+	namespaceMissing bool
 }
 
 func unreachable(name, message string) clusterResult {
@@ -73,7 +85,17 @@ func unreachable(name, message string) clusterResult {
 }
 
 func applyFailed(name string, err error, retry bool) clusterResult {
-	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), answer: err, retry: retry}
+	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), answer: err, code: statusCode(err), retry: retry}
+}
+
+// statusCode is the HTTP status code of a member's answer err; 0 when it
+// has none (the member could not be asked).
+func statusCode(err error) int32 {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return status.Status().Code
+	}
+	return 0
 }
 
 func inSync(name string, obj *unstructured.Unstructured) clusterResult {
@@ -99,6 +121,11 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 	if fc == nil {
 		res := unreachable(name, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name))
 		return nil, &res
+	}
+	if a.dryRun != nil {
+		// A preview reads and dry-runs a cluster that is not Ready too:
+		// the controller writes once it is.
+		return a.dryRun.member, nil
 	}
 	if ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		msg := fmt.Sprintf("cluster %s is not Ready", name)
@@ -158,6 +185,15 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 			return refused(name, a.typ, nil, s)
 		}
 	}
+	res := a.act(ctx, member, in, d, f, policy, desired, existing, hash)
+	res.decision, res.live = &d, existing
+	return res
+}
+
+// act carries out the write decision d on cluster member's copy existing
+// of desired, whose content hash is hash; f is the drift it heals.
+func (a *applier) act(ctx context.Context, member *clustercache.Member, in *syncInput, d Decision, f finding, policy drift.Policy, desired, existing *unstructured.Unstructured, hash string) clusterResult {
+	name := member.Name
 	switch {
 	case d.Action == ActionConflict:
 		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: d.Reason}
@@ -213,9 +249,20 @@ func (a *applier) write(ctx context.Context, member *clustercache.Member, in *sy
 			return *failed
 		}
 	}
+	res := a.applied(ctx, member, in, desired, hash)
+	res.sent = desired
+	return res
+}
+
+// applied is the result of applying desired, stamped, whose content hash
+// is hash.
+func (a *applier) applied(ctx context.Context, member *clustercache.Member, in *syncInput, desired *unstructured.Unstructured, hash string) clusterResult {
 	applied, err := a.apply(ctx, member, desired, !in.keptByNamespace[member.Name])
 	if errors.Is(err, errNamespaceGone) {
 		return clusterResult{name: member.Name, gone: true}
+	}
+	if errors.Is(err, errNamespaceMissing) {
+		return clusterResult{name: member.Name, namespaceMissing: true}
 	}
 	if isRefusal(err) {
 		// The kind may have gone from the member since the copy was read
@@ -309,9 +356,24 @@ func (a *applier) resource(member *clustercache.Member, namespace string) dynami
 	return res
 }
 
+// listed is key's object in lister, which is nil when the applier has no
+// informers: then it is not found, and the member is read.
+func listed(lister cache.GenericLister, key string) (runtime.Object, error) {
+	if lister == nil {
+		return nil, errNotListed
+	}
+	return lister.Get(key)
+}
+
+var errNotListed = errors.New("no informer")
+
 // errNamespaceGone: the member has no namespace for the copy, and none is
 // created for it.
 var errNamespaceGone = errors.New("the namespace of the copy is gone from the cluster")
+
+// errNamespaceMissing: a preview's write was not judged, as the member has
+// no namespace for the copy yet (the controller would create it first).
+var errNamespaceMissing = errors.New("the namespace of the copy does not exist in the cluster yet")
 
 // IsNamespaceNotFound tells whether err, a member's answer to a write,
 // says the object's namespace does not exist there: the write then waits
@@ -333,11 +395,14 @@ func (a *applier) apply(ctx context.Context, member *clustercache.Member, desire
 	if err != nil {
 		return nil, fmt.Errorf("encoding %s %s: %w", a.typ.Target.Kind, desired.GetName(), err)
 	}
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true)}
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: new(true), DryRun: a.dryRunAll()}
 	res := a.resource(member, desired.GetNamespace())
 	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 	memberWrites.WithLabelValues(member.Name, "apply").Inc()
 	if IsNamespaceNotFound(err) {
+		if a.dryRun != nil {
+			return nil, errNamespaceMissing
+		}
 		if !createNamespace {
 			return nil, errNamespaceGone
 		}
@@ -419,7 +484,7 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 		key = namespace + "/" + key
 	}
 	var u *unstructured.Unstructured
-	if obj, err := lister.Get(key); err == nil {
+	if obj, err := listed(lister, key); err == nil {
 		u, _ = obj.(*unstructured.Unstructured)
 	} else {
 		// The informer may not have seen a copy written a moment ago.

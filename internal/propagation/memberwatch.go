@@ -64,6 +64,9 @@ func newMemberWatches(typ Type, enqueue func(reconcile.Request), syncLimit time.
 // lister returns a lister of the managed copies in member, starting the
 // informer the first time and waiting (bounded) until it has synced.
 func (w *memberWatches) lister(ctx context.Context, member *clustercache.Member) (cache.GenericLister, error) {
+	if w == nil {
+		return nil, nil // an applier without informers (Preview) reads the member
+	}
 	mw, err := w.watch(member)
 	if err != nil {
 		return nil, err
@@ -211,6 +214,9 @@ func (w *memberWatches) noteChange(cluster string, obj any) {
 // takeChange returns, and forgets, when a change of the copy of
 // namespace/name in cluster was seen.
 func (w *memberWatches) takeChange(cluster, namespace, name string) (time.Time, bool) {
+	if w == nil {
+		return time.Time{}, false
+	}
 	v, ok := w.changedAt.LoadAndDelete(cluster + "/" + namespace + "/" + name)
 	if !ok {
 		return time.Time{}, false

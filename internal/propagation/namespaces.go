@@ -85,13 +85,15 @@ var releaseMarks = struct{ labels, annotations []string }{
 // as removalOf says; obj's UID guards against a copy created since.
 func (a *applier) removeCopy(ctx context.Context, member *clustercache.Member, obj *unstructured.Unstructured) error {
 	uid := obj.GetUID()
-	switch removalOf(a.typ, obj) {
+	r := removalOf(a.typ, obj)
+	a.dryRun.noteRemoval(obj, r)
+	switch r {
 	case removeNothing:
 		return nil
 	case removeRelease:
 		return a.release(ctx, member, obj)
 	}
-	err := a.resource(member, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	err := a.resource(member, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, DryRun: a.dryRunAll()})
 	memberWrites.WithLabelValues(member.Name, "delete").Inc()
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting %s %s in cluster %s: %w", a.typ.Target.Kind, obj.GetName(), member.Name, err)
@@ -120,7 +122,7 @@ func (a *applier) release(ctx context.Context, member *clustercache.Member, obj 
 	if err != nil {
 		return fmt.Errorf("encoding the release of %s %s: %w", a.typ.Target.Kind, obj.GetName(), err)
 	}
-	_, err = a.resource(member, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = a.resource(member, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager, DryRun: a.dryRunAll()})
 	memberWrites.WithLabelValues(member.Name, "release").Inc()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("releasing %s %s in cluster %s (it was adopted, so it is not deleted): %w", a.typ.Target.Kind, obj.GetName(), member.Name, err)
@@ -140,7 +142,7 @@ func (a *applier) createNamespaceCopy(ctx context.Context, member *clustercache.
 		Annotations: map[string]string{typesv1beta1.AnnotationCreatedNamespace: "true"},
 	}}
 	namespaces := member.Kube.CoreV1().Namespaces()
-	_, err := namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	_, err := namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager, DryRun: a.dryRunAll()})
 	memberWrites.WithLabelValues(member.Name, "create-namespace").Inc()
 	if apierrors.IsAlreadyExists(err) {
 		var got *corev1.Namespace

@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"slices"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -66,37 +62,43 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	return c
 }
 
-// planPush plans a placed Push cluster: reads its copy, decides as the
-// controller would, and dry-runs the write in the member.
+// planPush plans a placed Push cluster: the controller's apply stage,
+// run with a writer that writes nothing (propagation.Previewer), reads its
+// copy, decides, and dry-runs the write in the member.
 func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desired *unstructured.Unstructured, sc *scrub.Scrubber) {
-	member, live, err := p.readLive(ctx, in, c.Name, desired)
+	member, err := p.members.Get(ctx, p.host, c.Name)
 	if err != nil {
 		c.Action, c.Error = ActionUnknown, err.Error()
 		return
 	}
-	propagation.Seen(sc, live)
-	ctx = scrub.NewContext(ctx, sc) // the dry run's warnings are scrubbed too
-	policy := propagation.PolicyFor(in.s.spec, c.Name, p.remediation)
-	prev, recorded := in.Previous[c.Name]
-	d, err := propagation.DecideWrite(propagation.Copy{Type: in.s.kind.Type, Fed: in.s.fed, Versions: in.Versions, Previous: prev, Recorded: recorded,
-		Desired: desired, Live: live, Policy: policy, Force: in.Force})
-	if err != nil {
-		c.Action, c.Error = ActionUnknown, err.Error()
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	pv := p.previewer(in).Sync(ctx, member, in.joined[c.Name], in.s.fed, in.s.spec, in.Inputs, in.placed.placedCluster(c.Name).Replicas)
+	propagation.Seen(sc, pv.Live)
+	switch {
+	case pv.Reason == typesv1beta1.ClusterAlreadyExists:
+		c.Action, c.Reason = ActionConflict, pv.Message
+		return
+	case !pv.Decided:
+		c.Action, c.Error = ActionUnknown, pv.Message
 		return
 	}
-	c.Action, c.Reason = Action(d.Action), d.Reason
-	in.timing(c, d.NewContent)
+	c.Action, c.Reason = Action(pv.Decision.Action), pv.Decision.Reason
+	in.timing(c, pv.Decision.NewContent)
 	if !c.Action.writes() {
 		return
 	}
-	write := propagation.Stamped(desired, live, in.s.spec.RetainReplicas, in.Versions, in.s.fed.GetUID())
-	c.DryRun = p.dryRunApply(ctx, in, member, write)
+	c.DryRun = dryRunOf(pv, fmt.Sprintf("namespace %s does not exist in cluster %s yet: the controller creates it before the copy, "+
+		"so the member cannot judge the copy before then", desired.GetNamespace(), c.Name))
 	if c.DryRun.Status == DryRunFailed {
 		c.Error = c.DryRun.Message
 	}
-	if c.Diff, err = diffText(in, c.Name, write, live, policy); err != nil {
-		c.Error = err.Error()
+	if pv.Sent != nil {
+		if c.Diff, err = diffText(in, c.Name, pv.Sent, pv.Live, propagation.PolicyFor(in.s.spec, c.Name, p.remediation)); err != nil {
+			c.Error = err.Error()
+		}
 	}
+	prev, recorded := in.Previous[c.Name]
 	c.OverwritesDrift = overwrites(prev, recorded)
 }
 
@@ -119,8 +121,9 @@ func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured, def
 	}
 }
 
-// planRemoval plans a cluster the resource leaves: the controller deletes
-// its copy there.
+// planRemoval plans a cluster the resource leaves: the controller's
+// removal (propagation.Previewer) deletes its copy there, or releases an
+// adopted namespace, when the copy is the resource's own.
 func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 	why := "no longer placed (" + in.placed.ruledOut(c.Name) + ")"
 	fc := in.joined[c.Name]
@@ -134,67 +137,44 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
 		return
 	}
-	probe := &unstructured.Unstructured{}
-	probe.SetName(in.s.fed.GetName())
-	if in.s.kind.Type.TargetNamespaced {
-		probe.SetNamespace(in.s.fed.GetNamespace())
-	}
-	member, live, err := p.readLive(ctx, in, c.Name, probe)
-	switch {
-	case err != nil:
+	member, err := p.members.Get(ctx, p.host, c.Name)
+	if err != nil {
 		c.Action, c.Error = ActionUnknown, err.Error()
 		return
-	case live == nil || live.GetLabels()[typesv1beta1.LabelManaged] != "true":
-		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy Fedwarden manages: nothing is deleted"
-		return
-	case !propagation.OwnCopy(in.s.fed, in.s.cpv, c.Name, live):
-		c.Action, c.Reason = ActionUnchanged, why+"; the copy there is not this resource's (another resource of its name wrote it, fedwarden.io/owner-uid): it is kept"
-		return
 	}
-	// The member's answer to the dry run may quote the copy: a Secret's
-	// values are taken out, as for a write.
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	pv := p.previewer(in).Removal(ctx, member, fc, in.s.fed, in.s.cpv)
 	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
-	propagation.Seen(sc, live)
+	propagation.Seen(sc, pv.Live)
 	defer scrubCluster(sc, c)
-	ctx = scrub.NewContext(ctx, sc)
-	c.Action, c.Reason, c.Now = ActionDelete, why+": its copy is deleted", true
-	if in.s.kind.Type.IsNamespace() {
-		c.Reason = why + ": the namespace is deleted, or released when Fedwarden did not create it"
-		c.DryRun = &DryRun{Status: DryRunSkipped, Message: "a namespace's removal is not dry-run: whether it is deleted or released depends on who created it"}
+	switch pv.Removal {
+	case "":
+		if pv.Reason == typesv1beta1.ClusterUnreachable {
+			c.Action, c.Error = ActionUnknown, pv.Message
+			return
+		}
+		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy of this resource that Fedwarden manages (another resource's copy, fedwarden.io/owner-uid, is kept): nothing is deleted"
 		return
+	case "keep":
+		c.Action, c.Reason = ActionUnchanged, why+"; a kube-* namespace is never deleted or released"
+		return
+	case "release":
+		c.Reason = why + ": the namespace is released (Fedwarden's marks taken off), as Fedwarden did not create it"
+	default:
+		c.Reason = why + ": its copy is deleted"
 	}
-	c.DryRun = p.dryRunDelete(ctx, in, member, live)
+	c.Action, c.Now = ActionDelete, true
+	c.DryRun = dryRunOf(pv, "")
 	if c.DryRun.Status == DryRunFailed {
 		c.Error = c.DryRun.Message
 	}
 }
 
-// readLive reads, with the credentials the host keeps for the cluster, the
-// member's object of obj's name: nil when it has none.
-func (p *planner) readLive(ctx context.Context, in *planInput, cluster string, obj *unstructured.Unstructured) (*clustercache.Member, *unstructured.Unstructured, error) {
-	member, err := p.members.Get(ctx, p.host, cluster)
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
-	live, err := resource(in, member, obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return member, nil, nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("reading %s %s in cluster %s: %w", in.s.kind.Type.Target.Kind, describeKey(obj.GetNamespace(), obj.GetName()), cluster, err)
-	}
-	return member, live, nil
-}
-
-// resource is the member's API of the resource's target kind.
-func resource(in *planInput, member *clustercache.Member, namespace string) dynamic.ResourceInterface {
-	res := member.Dynamic.Resource(in.s.kind.Type.TargetResource)
-	if in.s.kind.Type.TargetNamespaced {
-		return res.Namespace(namespace)
-	}
-	return res
+// previewer is the controller's apply stage for the resource's type,
+// writing nothing.
+func (p *planner) previewer(in *planInput) propagation.Previewer {
+	return propagation.Previewer{Type: in.s.kind.Type, DefaultRemediation: p.remediation}
 }
 
 // renderTarget is what render needs of the resource's type.

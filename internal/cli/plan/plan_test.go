@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fedwarden/fedwarden/internal/clitest"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -130,7 +131,7 @@ func TestOutcome(t *testing.T) {
 	}
 }
 
-func TestAnswer(t *testing.T) {
+func TestDryRunOf(t *testing.T) {
 	t.Parallel()
 	gr := schema.GroupResource{Group: "apps", Resource: "deployments"}
 	tests := []struct {
@@ -148,10 +149,22 @@ func TestAnswer(t *testing.T) {
 		{name: "network", err: errors.New("connection refused"), want: DryRunFailed},
 	}
 	for _, tt := range tests {
-		got := answer(tt.err, "applying", "member-1")
-		if got.Status != tt.want || got.Allowed != (tt.want == DryRunAllowed) {
+		// The apply stage records the member's message and its status code.
+		var pv propagation.Preview
+		if tt.err != nil {
+			pv.Message = "writing Deployment web to cluster member-1: " + tt.err.Error()
+			var status apierrors.APIStatus
+			if errors.As(tt.err, &status) {
+				pv.Code = status.Status().Code
+			}
+		}
+		got := dryRunOf(pv, "")
+		if got.Status != tt.want || got.Allowed != (tt.want == DryRunAllowed) || (tt.err != nil && got.Message != pv.Message) {
 			t.Errorf("%s: %+v, want %s", tt.name, got, tt.want)
 		}
+	}
+	if got := dryRunOf(propagation.Preview{NamespaceMissing: true}, "no namespace"); got.Status != DryRunSkipped || got.Message != "no namespace" {
+		t.Errorf("namespace missing: %+v, want Skipped", got)
 	}
 }
 

@@ -198,8 +198,6 @@ type DryRun struct {
 	Status  DryRunStatus `json:"status"`
 	Allowed bool         `json:"allowed"`
 	Message string       `json:"message"`
-	// answer is the member's error that Message quotes, for the scrubber.
-	answer error
 }
 
 // Drift is a cluster's drift as its CPV entry records it.

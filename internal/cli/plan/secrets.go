@@ -9,10 +9,8 @@ import "github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 // the controller's sync (propagation.ScrubberOf, with the copies seen
 // added); nil, for other kinds, leaves c as it is.
 func scrubCluster(sc *scrub.Scrubber, c *Cluster) {
-	var answer error
 	if c.DryRun != nil {
-		answer = c.DryRun.answer
-		c.DryRun.Message = sc.Scrub(c.DryRun.Message, answer)
+		c.DryRun.Message = sc.Scrub(c.DryRun.Message, nil)
 	}
-	c.Reason, c.Error = sc.Scrub(c.Reason, nil), sc.Scrub(c.Error, answer)
+	c.Reason, c.Error = sc.Scrub(c.Reason, nil), sc.Scrub(c.Error, nil)
 }
