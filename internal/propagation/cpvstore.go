@@ -41,11 +41,18 @@ type cpvStore struct {
 
 // key is the name of fed's ClusterPropagatedVersion.
 func (s *cpvStore) key(fed *unstructured.Unstructured) types.NamespacedName {
+	return CPVKey(s.typ, fed, s.namespace)
+}
+
+// CPVKey is the name of the ClusterPropagatedVersion of fed, of type typ:
+// in fed's namespace, or in controlPlane for a cluster-scoped resource.
+// Its namespace holds fed's ControllerRevisions too.
+func CPVKey(typ Type, fed *unstructured.Unstructured, controlPlane string) types.NamespacedName {
 	ns := fed.GetNamespace()
 	if ns == "" {
-		ns = s.namespace
+		ns = controlPlane
 	}
-	return types.NamespacedName{Namespace: ns, Name: s.typ.CPVName(fed.GetName())}
+	return types.NamespacedName{Namespace: ns, Name: typ.CPVName(fed.GetName())}
 }
 
 // get returns the resource's ClusterPropagatedVersion, or an empty one

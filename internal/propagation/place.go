@@ -80,6 +80,13 @@ type Placement struct{ t targets }
 // those a ReplicaSchedulingPreference divides, as the CPV records them.
 func (pl Placement) Clusters() []typesv1beta1.PlacedCluster { return pl.t.placedClusters() }
 
+// Names are the placed clusters, sorted by name.
+func (pl Placement) Names() []string { return pl.t.names }
+
+// Replicas are the scheduler's replicas, by cluster, of the clusters whose
+// replicas it divides.
+func (pl Placement) Replicas() map[string]int32 { return pl.t.replicas }
+
 // Decision is the scheduler's: who ruled which cluster out, and the
 // copies kept.
 func (pl Placement) Decision() framework.Decision { return pl.t.decision }

@@ -46,6 +46,10 @@ type Preview struct {
 	// NamespaceMissing: the write was not judged, as the copy's namespace
 	// does not exist in the member yet (the controller creates it first).
 	NamespaceMissing bool
+	// Gone: the cluster is placed only to keep a copy the namespace
+	// restriction would leave out, and there is none: nothing is written,
+	// and the cluster leaves the placement.
+	Gone bool
 }
 
 // dryRunner is what an applier that writes nothing has instead of the
@@ -79,17 +83,14 @@ func (p Previewer) applier(member *clustercache.Member) *applier {
 }
 
 // Sync previews the sync of fed, whose spec is spec, in cluster fc, whose
-// clients are member; in are the sync's inputs (InputsOf), replicas the
-// scheduler's for the cluster (nil when it does not divide them).
-func (p Previewer) Sync(ctx context.Context, member *clustercache.Member, fc *corev1beta1.FederatedCluster, fed *unstructured.Unstructured, spec render.Spec, in Inputs, replicas *int32) Preview {
-	byCluster := map[string]int32{}
-	if replicas != nil {
-		byCluster[member.Name] = *replicas
-	}
-	res := p.applier(member).syncCluster(ctx, in.syncInput(fed, spec, byCluster), member.Name, fc)
+// clients are member; in are the sync's inputs (InputsOf), pl the place
+// stage's decision.
+func (p Previewer) Sync(ctx context.Context, member *clustercache.Member, fc *corev1beta1.FederatedCluster, fed *unstructured.Unstructured, spec render.Spec, in Inputs, pl Placement) Preview {
+	sin := in.syncInput(fed, spec, pl.t.replicas)
+	sin.keptByNamespace = pl.t.keptByNamespace
+	res := p.applier(member).syncCluster(ctx, sin, member.Name, fc)
 	out := previewOf(res)
-	out.Decided = res.decision != nil
-	if out.Decided {
+	if out.Decided = res.decision != nil; out.Decided {
 		out.Decision = *res.decision
 	}
 	return out
@@ -109,5 +110,5 @@ func (p Previewer) Removal(ctx context.Context, member *clustercache.Member, fc 
 }
 
 func previewOf(res clusterResult) Preview {
-	return Preview{Live: res.live, Sent: res.sent, Reason: res.reason, Message: res.message, Code: res.code, NamespaceMissing: res.namespaceMissing}
+	return Preview{Live: res.live, Sent: res.sent, Reason: res.reason, Message: res.message, Code: res.code, NamespaceMissing: res.namespaceMissing, Gone: res.gone}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -134,10 +135,7 @@ func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace strin
 	if _, _, err = memberdiff.FederatedSpec(r.fed); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.describe(), err)
 	}
-	cpvKey := client.ObjectKey{Namespace: key.Namespace, Name: kind.Type.CPVName(key.Name)}
-	if cpvKey.Namespace == "" {
-		cpvKey.Namespace = d.controlPlane
-	}
+	cpvKey := propagation.CPVKey(kind.Type, r.fed, d.controlPlane)
 	err = d.host.Get(ctx, cpvKey, r.cpv)
 	switch {
 	case apierrors.IsNotFound(err):

@@ -23,7 +23,7 @@ const pullNoDryRun = "a Pull cluster: the host keeps no credentials for it, so n
 // and compared with the live copy; no longer placed, its copy is deleted.
 func (p *planner) planCluster(ctx context.Context, in *planInput, name string) Cluster {
 	c := Cluster{Name: name}
-	if !slices.Contains(in.placed.names, name) {
+	if !slices.Contains(in.placed.Names(), name) {
 		if _, recorded := in.Previous[name]; recorded {
 			p.planRemoval(ctx, in, &c)
 		} else {
@@ -32,10 +32,11 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 		return c
 	}
 	c.Placed = true
-	pc := in.placed.placedCluster(name)
-	c.Replicas = pc.Replicas
+	if n, ok := in.placed.Replicas()[name]; ok {
+		c.Replicas = &n
+	}
 	c.Wave, c.WaveNumber = in.rollout.waveOf(name)
-	desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, name, pc.Replicas)
+	desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, name, c.Replicas)
 	if err != nil {
 		c.Action, c.Error = ActionUnknown, fmt.Sprintf("rendering its copy: %v", err)
 		return c
@@ -73,9 +74,12 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	pv := p.previewer(in).Sync(ctx, member, in.joined[c.Name], in.s.fed, in.s.spec, in.Inputs, in.placed.placedCluster(c.Name).Replicas)
+	pv := p.previewer(in).Sync(ctx, member, in.joined[c.Name], in.s.fed, in.s.spec, in.Inputs, in.placed.Placement)
 	propagation.Seen(sc, pv.Live)
 	switch {
+	case pv.Gone:
+		c.Action, c.Reason = ActionUnchanged, "the cluster is kept only for a copy the namespace restriction would leave out, and there is none: nothing is written, and the cluster leaves the placement"
+		return
 	case pv.Reason == typesv1beta1.ClusterAlreadyExists:
 		c.Action, c.Reason = ActionConflict, pv.Message
 		return

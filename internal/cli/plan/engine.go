@@ -32,10 +32,7 @@ func (p *planner) runEngine(ctx context.Context, in *planInput) (*engine, string
 	if s.spec.Rollout == nil || s.spec.Rollout.Strategy != typesv1beta1.RolloutWaves {
 		return nil, "", nil
 	}
-	namespace := s.fed.GetNamespace()
-	if namespace == "" {
-		namespace = p.controlPlane
-	}
+	namespace := propagation.CPVKey(s.kind.Type, s.fed, p.controlPlane).Namespace
 	var revs []rollout.Revision
 	var previous *typesv1beta1.RolloutStatus
 	if s.exists {
@@ -50,7 +47,7 @@ func (p *planner) runEngine(ctx context.Context, in *planInput) (*engine, string
 		revs, previous = list, propagation.FederatedStatusOf(s.current).Rollout
 	}
 	d, err := propagation.DecideRollout(ctx, rollout.Store{Reader: p.host, DryRun: true}, s.kind.Type, s.fed, s.spec, s.cpv,
-		in.placed.decided, in.clusters, namespace, revs, previous)
+		in.placed.Placement, in.clusters, namespace, revs, previous)
 	if err != nil {
 		return nil, "", err
 	}

@@ -41,13 +41,13 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	if err := s.kind.Type.RefusedRollout(s.spec.Rollout); err != nil {
 		return nil, fmt.Errorf("%s: the controller refuses it: %w", s.describe(), err)
 	}
-	ro, err := planWaves(s.spec.Rollout, pl.names, joined)
+	ro, err := planWaves(s.spec.Rollout, pl.Names(), joined)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.describe(), err)
 	}
-	in := &planInput{s: s, placed: pl, rollout: ro, Inputs: propagation.InputsOf(s.fed, s.spec, s.cpv, pl.replicas),
+	in := &planInput{s: s, placed: pl, rollout: ro, Inputs: propagation.InputsOf(s.fed, s.spec, s.cpv, pl.Replicas()),
 		joined: map[string]*corev1beta1.FederatedCluster{}, clusters: joined}
-	names := slices.Clone(pl.names)
+	names := slices.Clone(pl.Names())
 	for i := range joined {
 		in.joined[joined[i].Name] = &joined[i]
 		names = append(names, joined[i].Name)
@@ -77,7 +77,7 @@ func newReport(s *subject, in *planInput) *Report {
 		Versions: Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
 		Placement: Placement{
 			Scheduled: in.placed.decision.Failure == nil && !in.placed.deleting, Message: in.placed.message,
-			Clusters: nonNil(slices.Clone(in.placed.names)), RuledOut: []Verdict{},
+			Clusters: nonNil(slices.Clone(in.placed.Names())), RuledOut: []Verdict{},
 		},
 		Rollout:  in.rollout,
 		Clusters: []Cluster{},

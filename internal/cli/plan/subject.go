@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/kindref"
@@ -148,10 +147,7 @@ func (p *planner) fromHost(ctx context.Context, s *subject, resolver *kindref.Re
 
 // readCPV reads the resource's ClusterPropagatedVersion, if it has one.
 func (p *planner) readCPV(ctx context.Context, s *subject) error {
-	key := client.ObjectKey{Namespace: s.fed.GetNamespace(), Name: s.kind.Type.CPVName(s.fed.GetName())}
-	if key.Namespace == "" {
-		key.Namespace = p.controlPlane
-	}
+	key := propagation.CPVKey(s.kind.Type, s.fed, p.controlPlane)
 	s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	err := p.host.Get(ctx, key, s.cpv)
 	switch {

@@ -22,6 +22,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/propagation"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
@@ -191,7 +192,7 @@ func (t *target) command(sub string) string {
 // none yet.
 func (t *target) cpv(ctx context.Context) (*typesv1beta1.ClusterPropagatedVersion, error) {
 	cpv := &typesv1beta1.ClusterPropagatedVersion{}
-	key := client.ObjectKey{Namespace: t.namespace, Name: t.kind.Type.CPVName(t.fed.GetName())}
+	key := propagation.CPVKey(t.kind.Type, t.fed, t.namespace)
 	err := t.c.Get(ctx, key, cpv)
 	switch {
 	case apierrors.IsNotFound(err):
