@@ -20,8 +20,7 @@
 //   - apply: the applier (applier.go, membersync.go, driftcheck.go,
 //     refusals.go, lastwrites.go, namespaces.go) renders each cluster's
 //     copy (package render), decides with DecideWrite (decide.go, the one
-//     write-or-drift rule, which plan calls too) and writes it as Stamped
-//     makes it; it deletes the copies of clusters the resource left, by the
+//     write-or-drift rule) and writes it as stamped makes it; it deletes the copies of clusters the resource left, by the
 //     delete rule of removals.go (placedBy, ownCopy). Every member message
 //     passes the scrubber (scrub.go). A Pull cluster's agent (agentsync.go,
 //     pull.go) runs the same applier in its own cluster, and fedwarden

@@ -241,9 +241,9 @@ func (a *applier) readCopy(ctx context.Context, member *clustercache.Member, in 
 	return nil, &res
 }
 
-// write applies desired as Stamped makes it.
+// write applies desired as stamped makes it.
 func (a *applier) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
-	desired = Stamped(desired, existing, in.spec.RetainReplicas, in.v, in.fed.GetUID())
+	desired = stamped(desired, existing, in.spec.RetainReplicas, in.v, in.fed.GetUID())
 	if a.typ.IsNamespace() && existing == nil {
 		if failed := a.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
 			return *failed
@@ -375,10 +375,10 @@ var errNamespaceGone = errors.New("the namespace of the copy is gone from the cl
 // no namespace for the copy yet (the controller would create it first).
 var errNamespaceMissing = errors.New("the namespace of the copy does not exist in the cluster yet")
 
-// IsNamespaceNotFound tells whether err, a member's answer to a write,
+// isNamespaceNotFound tells whether err, a member's answer to a write,
 // says the object's namespace does not exist there: the write then waits
 // for the namespace (the controller creates it, plan says so).
-func IsNamespaceNotFound(err error) bool {
+func isNamespaceNotFound(err error) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) || !apierrors.IsNotFound(err) {
 		return false
@@ -399,7 +399,7 @@ func (a *applier) apply(ctx context.Context, member *clustercache.Member, desire
 	res := a.resource(member, desired.GetNamespace())
 	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 	memberWrites.WithLabelValues(member.Name, "apply").Inc()
-	if IsNamespaceNotFound(err) {
+	if isNamespaceNotFound(err) {
 		if a.dryRun != nil {
 			return nil, errNamespaceMissing
 		}
@@ -510,13 +510,13 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 	return true, nil
 }
 
-// Stamped is the object a sync applies for desired, whose content hash
+// stamped is the object a sync applies for desired, whose content hash
 // the copy records: desired with the member's replicas when the resource
 // retains them (existing is the member's copy, nil when none), stamped
 // with the versions v, the content hash and owner, the UID of the
 // resource. The owner is stamped after hashing, so it is no part of the
-// hash (see ownCopy). fedwarden plan dry-runs the same object.
-func Stamped(desired, existing *unstructured.Unstructured, retainReplicas bool, v render.Versions, owner types.UID) *unstructured.Unstructured {
+// hash (see ownCopy). A preview (Previewer) dry-runs the same object.
+func stamped(desired, existing *unstructured.Unstructured, retainReplicas bool, v render.Versions, owner types.UID) *unstructured.Unstructured {
 	out := desired.DeepCopy()
 	hash := render.ContentHash(desired.Object)
 	if retainReplicas && existing != nil {

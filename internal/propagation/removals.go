@@ -112,12 +112,6 @@ func ownCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagated
 	return false
 }
 
-// OwnCopy is ownCopy for fedwarden plan, which predicts the controller's
-// removals with the same rule.
-func OwnCopy(fed *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, obj *unstructured.Unstructured) bool {
-	return ownCopy(fed, cpv, cluster, obj)
-}
-
 // StampedByAnother tells whether obj, a member copy, was written by
 // another resource than fed (fedwarden.io/owner-uid): fed's sync writes it
 // even when its content is current, to take it over (ownCopy). fedwarden
