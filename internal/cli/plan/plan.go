@@ -57,49 +57,20 @@ control plane would do in each member cluster, and writes nothing anywhere.
 
 With -f FILE, it plans the Federated<Kind> manifests in FILE (YAML or JSON, one
 object or more), or in the .yaml, .yml and .json files of a directory, as if
-all were applied: each a new resource, or a change to an existing one; a
-FederatedNamespace among them federates its namespace for the others. With
-KIND/NAME, it plans the resource as the host has it now: what the controller
-would do next.
+all were applied; a FederatedNamespace among them federates its namespace for
+the others. With KIND/NAME (fdeploy/web, deployment/web), it plans the resource
+as the host has it now: what the controller would do next.
 
-For each cluster it shows:
-  - the placement: the scheduler's decision on the host's FederatedClusters,
-    with the plugin and reason that ruled each other cluster out, keeping the
-    copies the ClusterPropagatedVersion records as the controller does. Plan
-    has no capacity source: the Capacity plugin does not consider member
-    capacity here, and the report says so;
-  - the rollout wave the cluster falls in (spec.rollout; strategy All, or no
-    rollout, is one wave, "all"), and whether the change reaches it at the
-    controller's next sync or, under Waves, is held at an earlier revision,
-    and why, as the controller's rollout engine decides from the resource's
-    revisions (ControllerRevisions), status.rollout and the
-    ClusterPropagatedVersion; the resource's rollout summary says where the
-    rollout is, or why it halted;
-  - what the controller would do: Create, Update, Delete or nothing
-    (Unchanged), and why;
-  - for a write, a server-side dry run in the member (apply with dryRun=All,
-    as the controller applies: field manager fedwarden, force), so that the
-    member's admission (ValidatingAdmissionPolicies, webhooks, quota, schema)
-    answers now: "REFUSED by the member: <message>" when it refuses;
-  - the diff of the live copy against the planned one, pruned to the fields
-    Fedwarden sets (as fedwarden diff shows them);
-  - the drift the write would overwrite, as the ClusterPropagatedVersion
-    records it (ModifiedOutOfBand or Missing, changed paths and by whom).
-
-A Secret's values are never printed: each value of data and stringData is
-shown as <redacted: N bytes>, as fedwarden diff does, and they are taken out
-of the members' messages.
-
-Members are reached with the credentials the host keeps for them, read with
-your identity in the host, as fedwarden diff does: you need get on
-FederatedClusters and on Secrets in the control-plane namespace. Under
-strategy Waves plan lists the resource's ControllerRevisions; without that
-right it says so and only approximates when each cluster gets the change. The host keeps
-no credentials for a Pull cluster: for it, the plan says what its agent would
-do, from the ClusterPropagatedVersion, without a dry run.
-
-KIND is the federated kind as kubectl takes it: FederatedDeployment,
-federateddeployments, fdeploy, or the kind it federates (deployment).
+For each cluster it shows the scheduler's decision (without member capacity),
+the rollout wave and when the change arrives, what the controller would do
+(Create, Update, Delete or Unchanged) and why, the member's answer to a
+server-side dry run of the write ("REFUSED by the member" when it refuses), the
+diff of the live copy against the planned one, and the drift the write would
+overwrite. It runs the controller's own stages; a Secret's values are never
+printed. Members are reached with the credentials the host keeps for them (you
+need get on FederatedClusters and on Secrets in the control-plane namespace);
+a Pull cluster is planned from its agent's report, without a dry run.
+docs/plan.md says more.
 
 Exit codes: 0 nothing would change anywhere, 1 at least one cluster would
 change or its member refuses the change, 2 error (bad flags or arguments, a
