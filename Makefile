@@ -19,6 +19,15 @@ GO_TEST_FLAGS ?= -count=1 -timeout 30m
 # share of the CPU of a 2-core run) and skip go test's own vet, a subset of
 # the go vet ./... that make verify runs (docs/testing.md, "How long").
 TEST_BUILD_FLAGS ?= -ldflags=-w -vet=off
+# make test runs with GOGC=400, which every process under go test inherits
+# (the compiler and linker too): the kube-apiservers, etcds and controllers
+# of the test beds collect garbage four times less often, and their garbage
+# collection is a share of the CPU that the first, CPU-bound half of the run
+# spends. It cut 12 to 19% of the CPU of the integration packages measured,
+# and costs memory: a kube-apiserver's peak RSS at start grew from about 280
+# to 370 MB, the host's, with the CRDs, from 410 to 570 (bench/RESULTS.md,
+# "Test run log").
+TEST_GOGC ?= 400
 # go test runs GOMAXPROCS tests of a package at once, except test/e2e, whose
 # TestMain raises it to 8 (FEDWARDEN_E2E_PARALLEL sets another number;
 # -parallel in GO_TEST_FLAGS wins everywhere): its tests mostly wait on
@@ -75,7 +84,7 @@ verify: generate
 
 ## test: unit, integration and end-to-end tests, against real kube-apiservers and etcd, and the console's in headless Chromium (FEDWARDEN_REQUIRE_BROWSER=1: a missing browser fails them rather than skipping them)
 test: tools
-	FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) $(TEST_PACKAGES)
+	GOGC=$(TEST_GOGC) FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 
 # Every package, the longest first: go test runs GOMAXPROCS packages at
 # once in the order given, so the end-to-end, chaos and Kyverno suites
