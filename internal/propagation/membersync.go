@@ -400,11 +400,11 @@ func (a *applier) apply(ctx context.Context, member *clustercache.Member, desire
 	applied, err := res.Patch(ctx, desired.GetName(), types.ApplyPatchType, raw, opts)
 	memberWrites.WithLabelValues(member.Name, "apply").Inc()
 	if isNamespaceNotFound(err) {
-		if a.dryRun != nil {
-			return nil, errNamespaceMissing
-		}
 		if !createNamespace {
 			return nil, errNamespaceGone
+		}
+		if a.dryRun != nil {
+			return nil, errNamespaceMissing
 		}
 		if err := a.ensureNamespace(ctx, member, desired.GetNamespace()); err != nil {
 			return nil, err
