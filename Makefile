@@ -87,12 +87,16 @@ test: tools
 	GOGC=$(TEST_GOGC) FEDWARDEN_REQUIRE_BROWSER=1 FEDWARDEN_BIN_DIR=$(BIN) go test $(TEST_BUILD_FLAGS) $(GO_TEST_FLAGS) $(TEST_PACKAGES)
 
 # Every package, the longest first: go test runs GOMAXPROCS packages at
-# once in the order given, so the end-to-end, chaos and Kyverno suites
-# (minutes each) start first instead of last, then those of 30 s or more
+# once in the order given, so the Kyverno, end-to-end and chaos suites
+# (minutes each) start first instead of last, then those of 7 s or more
 # (as measured, docs/testing.md, "How long"), and the short packages fill
-# whichever slot frees at the end.
-TEST_PACKAGES ?= ./test/e2e ./test/chaos ./test/kyverno ./internal/localfed ./internal/propagation ./internal/cli/plan \
-	./test/plandiff/pull ./internal/cli/join ./internal/typeconfig ./internal/scheduler/capacitysource ./...
+# whichever slot frees at the end. Kyverno's suite, which mostly waits on
+# Kyverno's reports, runs beside the CPU-bound end-to-end tests; chaos
+# takes its slot when it ends.
+TEST_PACKAGES ?= ./test/kyverno ./test/e2e ./test/chaos ./internal/localfed ./internal/propagation ./internal/cli/plan \
+	./test/plandiff/pull ./internal/cli/join ./internal/typeconfig ./internal/scheduler/capacitysource ./test/helm \
+	./internal/cli/migrate ./internal/console ./internal/cli/rollout ./internal/federatedtype ./internal/cli/enable \
+	./test/fedtest ./internal/cli/diff ./internal/cli/resync ./internal/cli/drift ./internal/cli/status ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools

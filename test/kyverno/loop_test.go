@@ -24,8 +24,11 @@ import (
 )
 
 const (
-	// wait bounds each step of the loop; Kyverno takes about a second.
-	wait = 90 * time.Second
+	// wait bounds each step of the loop. Kyverno takes about a second,
+	// and its reports controller 20 s (a 10 s enqueue delay, twice); make
+	// test runs this package beside the end-to-end tests, whose load once
+	// kept Kyverno from acting within 90 s.
+	wait = 3 * time.Minute
 	// reportSettle bounds the wait for the PolicyReport to pass a healed
 	// CPV again before the test looks for Kyverno's same-second case (see
 	// waitReportCleared): Kyverno aggregates its reports within seconds.
