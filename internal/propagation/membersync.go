@@ -70,10 +70,12 @@ type clusterResult struct {
 	// when it is not the latest.
 	target typesv1beta1.Revision
 	held   *render.Versions
-	// decision is the write decision, when one was made; live the
-	// member's copy it was made on, sent the object written (nil when
-	// none). A Preview reports them.
-	decision   *Decision
+	// decision is the write decision, when decided says one was made
+	// (held by value: no allocation per cluster on the sync's path);
+	// live the member's copy it was made on, sent the object written (nil
+	// when none). A Preview reports them.
+	decision   Decision
+	decided    bool
 	live, sent *unstructured.Unstructured
 	// namespaceMissing: a preview's write could not be judged, as the
 	// copy's namespace does not exist in the member yet.
@@ -186,7 +188,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 		}
 	}
 	res := a.act(ctx, member, in, d, f, policy, desired, existing, hash)
-	res.decision, res.live = &d, existing
+	res.decision, res.decided, res.live = d, true, existing
 	return res
 }
 

@@ -61,6 +61,17 @@ const (
 	removeNothing
 )
 
+// String names r as a Preview says it: delete, release or keep.
+func (r removal) String() string {
+	switch r {
+	case removeRelease:
+		return "release"
+	case removeNothing:
+		return "keep"
+	}
+	return "delete"
+}
+
 // removalOf is what leaving a cluster does to obj, a managed copy of typ.
 func removalOf(typ Type, obj *unstructured.Unstructured) removal {
 	switch {

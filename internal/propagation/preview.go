@@ -75,7 +75,7 @@ func (d *dryRunner) noteRemoval(obj *unstructured.Unstructured, r removal) {
 	if d == nil {
 		return
 	}
-	d.removed, d.removal = obj, map[removal]string{removeDelete: "delete", removeRelease: "release", removeNothing: "keep"}[r]
+	d.removed, d.removal = obj, r.String()
 }
 
 func (p Previewer) applier(member *clustercache.Member) *applier {
@@ -90,9 +90,7 @@ func (p Previewer) Sync(ctx context.Context, member *clustercache.Member, fc *co
 	sin.keptByNamespace = pl.t.keptByNamespace
 	res := p.applier(member).syncCluster(ctx, sin, member.Name, fc)
 	out := previewOf(res)
-	if out.Decided = res.decision != nil; out.Decided {
-		out.Decision = *res.decision
-	}
+	out.Decided, out.Decision = res.decided, res.decision
 	return out
 }
 
