@@ -158,7 +158,8 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 			c.Action, c.Error = ActionUnknown, pv.Message
 			return
 		}
-		c.Action, c.Reason = ActionUnchanged, why+"; the cluster holds no copy of this resource that Fedwarden manages (another resource's copy, fedwarden.io/owner-uid, is kept): nothing is deleted"
+		c.Action, c.Reason = ActionUnchanged, why+"; the controller's delete rule finds no copy of this resource there (none Fedwarden manages, "+
+			"another resource's copy, fedwarden.io/owner-uid, or the cluster is a second name of one joined first): nothing is deleted"
 		return
 	case "keep":
 		c.Action, c.Reason = ActionUnchanged, why+"; a kube-* namespace is never deleted or released"
