@@ -12,11 +12,14 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -55,6 +58,22 @@ func (k Kind) Key(name, namespace string) client.ObjectKey {
 		namespace = ""
 	}
 	return client.ObjectKey{Namespace: namespace, Name: name}
+}
+
+// Get reads the federated resource of kind k at key from the host; its
+// errors name the resource: "FederatedDeployment shop/web not found in the
+// host", or "reading FederatedDeployment shop/web: …".
+func (k Kind) Get(ctx context.Context, host client.Reader, key client.ObjectKey) (*unstructured.Unstructured, error) {
+	fed := &unstructured.Unstructured{}
+	fed.SetGroupVersionKind(k.Type.Federated)
+	err := host.Get(ctx, key, fed)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("%s %s not found in the host", k.Type.Federated.Kind, cache.ObjectName(key))
+	case err != nil:
+		return nil, fmt.Errorf("reading %s %s: %w", k.Type.Federated.Kind, cache.ObjectName(key), err)
+	}
+	return fed, nil
 }
 
 // Describe names a federated resource as kubectl does: its lower-case kind

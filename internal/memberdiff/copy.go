@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -90,7 +91,7 @@ func Copy(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedClu
 		RetainReplicas(desired, live)
 	}
 	return Compare(Input{
-		Location: name + "/" + describeKey(desired.GetNamespace(), desired.GetName()),
+		Location: name + "/" + cache.NewObjectName(desired.GetNamespace(), desired.GetName()).String(),
 		Desired:  desired,
 		Live:     live,
 		Policy:   drift.PolicyFor(r.Policy, name, typesv1beta1.RemediationEnforce),
@@ -118,14 +119,7 @@ func readLive(ctx context.Context, o Options, r *Resource, cluster string, desir
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.Type.Target.Kind, describeKey(desired.GetNamespace(), desired.GetName()), cluster, err)
+		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.Type.Target.Kind, cache.NewObjectName(desired.GetNamespace(), desired.GetName()).String(), cluster, err)
 	}
 	return got, nil
-}
-
-func describeKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -57,7 +58,7 @@ type federated struct {
 
 // describe names the resource in messages: FederatedDeployment shop/web.
 func (r *federated) describe() string {
-	return r.kind.Type.Federated.Kind + " " + describeKey(r.fed.GetNamespace(), r.fed.GetName())
+	return r.kind.Type.Federated.Kind + " " + cache.NewObjectName(r.fed.GetNamespace(), r.fed.GetName()).String()
 }
 
 // diff compares the resource ref names in each cluster it is placed on, or
@@ -123,14 +124,9 @@ func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace strin
 		return nil, err
 	}
 	key := kind.Key(ref.Name, namespace)
-	r := &federated{kind: kind, fed: &unstructured.Unstructured{}, cpv: &typesv1beta1.ClusterPropagatedVersion{}}
-	r.fed.SetGroupVersionKind(kind.Type.Federated)
-	err = d.host.Get(ctx, key, r.fed)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s %s not found in the host", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name))
-	case err != nil:
-		return nil, fmt.Errorf("reading %s %s: %w", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name), err)
+	r := &federated{kind: kind, cpv: &typesv1beta1.ClusterPropagatedVersion{}}
+	if r.fed, err = kind.Get(ctx, d.host, key); err != nil {
+		return nil, err
 	}
 	if _, _, err = memberdiff.FederatedSpec(r.fed); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.describe(), err)
@@ -140,9 +136,9 @@ func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace strin
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("%s has no ClusterPropagatedVersion %s yet: the control plane has not placed it (is `fedwarden controller-manager` running?)",
-			r.describe(), describeKey(cpvKey.Namespace, cpvKey.Name))
+			r.describe(), cache.ObjectName(cpvKey))
 	case err != nil:
-		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(cpvKey.Namespace, cpvKey.Name), err)
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", cache.ObjectName(cpvKey), err)
 	}
 	if r.res, err = memberdiff.NewResource(kind.Type, r.fed, r.cpv); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.describe(), err)
@@ -187,13 +183,6 @@ func clusters(n int) string {
 		return "1 cluster"
 	}
 	return fmt.Sprintf("%d clusters", n)
-}
-
-func describeKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }
 
 // agentReport says what a Pull cluster's agent reported in the CPV, and

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -54,9 +55,9 @@ func (f *federator) resolve(ctx context.Context, o *options) (federatedResource,
 	}
 	if err := f.host.Client.Get(ctx, key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return federatedResource{}, streams.UsageError(fmt.Errorf("%s %s is not in the host", t.Kind, describeKey(key)))
+			return federatedResource{}, streams.UsageError(fmt.Errorf("%s %s is not in the host", t.Kind, cache.ObjectName(key)))
 		}
-		return federatedResource{}, fmt.Errorf("reading %s %s: %w", t.Kind, describeKey(key), err)
+		return federatedResource{}, fmt.Errorf("reading %s %s: %w", t.Kind, cache.ObjectName(key), err)
 	}
 	r := federatedResource{
 		gvk:       schema.GroupVersionKind{Group: fed.Group, Version: fed.Version, Kind: fed.Kind},
@@ -100,13 +101,6 @@ func (f *federator) typeConfig(ctx context.Context, arg string) (*corev1beta1.Fe
 // namespace returns -n, else the namespace of the host's context.
 func namespace(o *options) (string, error) {
 	return kubeconfig.Namespace(o.namespace, o.host)
-}
-
-func describeKey(key client.ObjectKey) string {
-	if key.Namespace == "" {
-		return key.Name
-	}
-	return key.Namespace + "/" + key.Name
 }
 
 // apply applies the Federated<Kind>.

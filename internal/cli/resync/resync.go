@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -129,9 +130,9 @@ func request(ctx context.Context, c client.Client, kind kindref.Kind, key client
 	err = c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
 	switch {
 	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s %s not found in the host", kind.Type.Federated.Kind, describeKey(key))
+		return fmt.Errorf("%s %s not found in the host", kind.Type.Federated.Kind, cache.ObjectName(key))
 	case err != nil:
-		return fmt.Errorf("annotating %s %s: %w", kind.Type.Federated.Kind, describeKey(key), err)
+		return fmt.Errorf("annotating %s %s: %w", kind.Type.Federated.Kind, cache.ObjectName(key), err)
 	}
 	return nil
 }
@@ -143,11 +144,4 @@ func annotationPatch(now time.Time) ([]byte, error) {
 			"annotations": map[string]string{typesv1beta1.AnnotationResync: now.UTC().Format(time.RFC3339Nano)},
 		},
 	})
-}
-
-func describeKey(key client.ObjectKey) string {
-	if key.Namespace == "" {
-		return key.Name
-	}
-	return key.Namespace + "/" + key.Name
 }

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -157,14 +158,9 @@ func (o *options) connect(ctx context.Context) (*target, error) {
 
 // reload reads the federated resource at key again.
 func (t *target) reload(ctx context.Context, key client.ObjectKey) error {
-	fed := &unstructured.Unstructured{}
-	fed.SetGroupVersionKind(t.kind.Type.Federated)
-	err := t.c.Get(ctx, key, fed)
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s %s not found in the host", t.kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name))
-	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", t.kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name), err)
+	fed, err := t.kind.Get(ctx, t.c, key)
+	if err != nil {
+		return err
 	}
 	t.fed = fed
 	return nil
@@ -175,7 +171,7 @@ func (t *target) key() client.ObjectKey { return client.ObjectKeyFromObject(t.fe
 
 // describe names the resource in messages: FederatedDeployment shop/web.
 func (t *target) describe() string {
-	return t.kind.Type.Federated.Kind + " " + describeKey(t.fed.GetNamespace(), t.fed.GetName())
+	return t.kind.Type.Federated.Kind + " " + cache.NewObjectName(t.fed.GetNamespace(), t.fed.GetName()).String()
 }
 
 // command is a fedwarden rollout command line for the resource, as a hint:
@@ -198,7 +194,7 @@ func (t *target) cpv(ctx context.Context) (*typesv1beta1.ClusterPropagatedVersio
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(key.Namespace, key.Name), err)
+		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", cache.ObjectName(key), err)
 	}
 	return cpv, nil
 }
@@ -207,11 +203,4 @@ func (t *target) cpv(ctx context.Context) (*typesv1beta1.ClusterPropagatedVersio
 func (t *target) revisions(ctx context.Context) ([]engine.Revision, error) {
 	store := engine.Store{Reader: t.c}
 	return store.List(ctx, t.fed, t.namespace)
-}
-
-func describeKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

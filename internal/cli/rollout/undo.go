@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -189,11 +190,11 @@ type rawContent struct {
 func (t *target) content(ctx context.Context, r engine.Revision) (rawContent, error) {
 	cr := &appsv1.ControllerRevision{}
 	if err := t.c.Get(ctx, client.ObjectKey{Namespace: t.namespace, Name: r.Name}, cr); err != nil {
-		return rawContent{}, fmt.Errorf("reading revision %d (ControllerRevision %s): %w", r.Number, describeKey(t.namespace, r.Name), err)
+		return rawContent{}, fmt.Errorf("reading revision %d (ControllerRevision %s): %w", r.Number, cache.NewObjectName(t.namespace, r.Name).String(), err)
 	}
 	var c rawContent
 	if err := json.Unmarshal(cr.Data.Raw, &c); err != nil {
-		return rawContent{}, fmt.Errorf("reading revision %d (ControllerRevision %s): %w", r.Number, describeKey(t.namespace, r.Name), err)
+		return rawContent{}, fmt.Errorf("reading revision %d (ControllerRevision %s): %w", r.Number, cache.NewObjectName(t.namespace, r.Name).String(), err)
 	}
 	return c, nil
 }
