@@ -164,7 +164,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 	if n, ok := in.replicas[name]; ok {
 		replicas = &n
 	}
-	desired, err := render.For(a.typ.renderTarget(), in.fed, in.spec, name, replicas)
+	desired, err := a.typ.Render(in.fed, in.spec, name, replicas)
 	if err != nil {
 		return applyFailed(name, err, false)
 	}

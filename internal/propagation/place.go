@@ -55,6 +55,15 @@ type targets struct {
 	spread *typesv1beta1.RecordedSpread
 }
 
+// replicasOf is the scheduler's replicas for cluster; nil when it does not
+// divide them.
+func (t targets) replicasOf(cluster string) *int32 {
+	if n, ok := t.replicas[cluster]; ok {
+		return &n
+	}
+	return nil
+}
+
 // Placer is the place stage for callers outside the controller, such as
 // fedwarden plan: the controller's own rules, reading the host through a
 // client.Reader. It has no member caches: the copies a cluster holds are

@@ -110,3 +110,40 @@ func (p Previewer) Removal(ctx context.Context, member *clustercache.Member, fc 
 func previewOf(res clusterResult) Preview {
 	return Preview{Live: res.live, Sent: res.sent, Reason: res.reason, Message: res.message, Code: res.code, NamespaceMissing: res.namespaceMissing, Gone: res.gone}
 }
+
+// Pull predicts the write decision of the agent of Pull cluster for the
+// copy desired, planned there, from what the agent reported in fed's CPV,
+// cpv: the host cannot read the member. in are the sync's inputs, spec
+// fed's spec; current is the resource as the host has it, nil when it has
+// none.
+func (p Previewer) Pull(current *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, in Inputs, cluster string, desired *unstructured.Unstructured) Decision {
+	prev, recorded := in.Previous[cluster]
+	moved := prev.TemplateVersion != in.Versions.Template || prev.OverrideVersion != in.Versions.Override
+	same := recorded && moved && p.agentHasCurrent(current, cpv, cluster, prev, desired)
+	d := DecideFromEntry(prev, recorded, moved && !same, in.Versions, PolicyFor(spec, cluster, p.DefaultRemediation), in.Force)
+	if same && d.Action == ActionUnchanged {
+		d.Reason = "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
+	}
+	return d
+}
+
+// agentHasCurrent tells whether a Pull cluster's copy is known to hold
+// desired's content already: its agent reports it InSync at the versions
+// the host's resource, current, is at, and current renders there as
+// desired does. Its agent, which writes only content that changed, then
+// writes nothing.
+func (p Previewer) agentHasCurrent(current *unstructured.Unstructured, cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, prev typesv1beta1.ClusterVersion, desired *unstructured.Unstructured) bool {
+	if desired == nil || current == nil || cpv == nil {
+		return false
+	}
+	st := cpv.Status
+	if prev.State != typesv1beta1.InSync || prev.TemplateVersion != st.TemplateVersion || prev.OverrideVersion != st.OverrideVersion {
+		return false
+	}
+	spec, err := render.ParseSpec(current)
+	if err != nil {
+		return false
+	}
+	now, err := p.Type.Render(current, spec, cluster, targetsOf(cpv).replicasOf(cluster))
+	return err == nil && render.ContentHash(now.Object) == render.ContentHash(desired.Object)
+}

@@ -248,15 +248,12 @@ func sameCopy(typ Type, was *syncInput, fed *unstructured.Unstructured, spec ren
 	if was == nil {
 		return false
 	}
-	var replicas *int32
-	if n, ok := t.replicas[cluster]; ok {
-		replicas = &n
-	}
-	before, err := render.For(typ.renderTarget(), was.fed, was.spec, cluster, replicas)
+	replicas := t.replicasOf(cluster)
+	before, err := typ.Render(was.fed, was.spec, cluster, replicas)
 	if err != nil {
 		return false
 	}
-	now, err := render.For(typ.renderTarget(), fed, spec, cluster, replicas)
+	now, err := typ.Render(fed, spec, cluster, replicas)
 	return err == nil && render.ContentHash(before.Object) == render.ContentHash(now.Object)
 }
 

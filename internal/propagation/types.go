@@ -3,6 +3,7 @@ package propagation
 import (
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -75,4 +76,11 @@ func (t Type) RefusedRollout(r *typesv1beta1.Rollout) error {
 // copies, and whether they are namespaced.
 func (t Type) renderTarget() render.Target {
 	return render.Target{Kind: t.Target, Namespaced: t.TargetNamespaced}
+}
+
+// Render is the render stage: the copy of fed, whose spec is spec, that
+// cluster gets, with replicas the scheduler's there (nil when it does not
+// divide them). The controller, its agents and plan call it.
+func (t Type) Render(fed *unstructured.Unstructured, spec render.Spec, cluster string, replicas *int32) (*unstructured.Unstructured, error) {
+	return render.For(t.renderTarget(), fed, spec, cluster, replicas)
 }

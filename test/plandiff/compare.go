@@ -6,11 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/internal/cli/plan"
 )
 
 // What a cluster's copy went through, besides plan's actions.
@@ -26,27 +27,27 @@ func observedAction(before, after *appsv1.Deployment) string {
 	case before == nil && after == nil:
 		return noCopy
 	case before == nil:
-		return string(plan.ActionCreate)
+		return string(planreport.ActionCreate)
 	case after == nil:
-		return string(plan.ActionDelete)
+		return string(planreport.ActionDelete)
 	case before.UID != after.UID:
 		return recreated
 	case before.ResourceVersion != after.ResourceVersion:
-		return string(plan.ActionUpdate)
+		return string(planreport.ActionUpdate)
 	}
-	return string(plan.ActionUnchanged)
+	return string(planreport.ActionUnchanged)
 }
 
 // expectedAction is the observation plan's prediction for a cluster
 // stands for: a write that a rollout in waves holds back leaves the copy
 // as it is, and so does Unchanged; NotPlaced, or Unchanged where there is
 // no copy (one deleted by hand under Alert), leaves no copy.
-func expectedAction(c plan.Cluster, before *appsv1.Deployment) string {
+func expectedAction(c planreport.Cluster, before *appsv1.Deployment) string {
 	switch {
-	case c.Action == plan.ActionNotPlaced, c.Action == plan.ActionUnchanged && before == nil:
+	case c.Action == planreport.ActionNotPlaced, c.Action == planreport.ActionUnchanged && before == nil:
 		return noCopy
-	case c.Action == plan.ActionUpdate && !c.Now:
-		return string(plan.ActionUnchanged)
+	case c.Action == planreport.ActionUpdate && !c.Now:
+		return string(planreport.ActionUnchanged)
 	}
 	return string(c.Action)
 }
@@ -59,7 +60,7 @@ func expectedAction(c plan.Cluster, before *appsv1.Deployment) string {
 func compare(t *testing.T, r *caseRun, after state) {
 	t.Helper()
 	var problems, known []string
-	predicted := map[string]plan.Cluster{}
+	predicted := map[string]planreport.Cluster{}
 	for _, c := range r.report.Clusters {
 		predicted[c.Name] = c
 	}
@@ -79,7 +80,7 @@ func compare(t *testing.T, r *caseRun, after state) {
 			problems = append(problems, found.texts()...)
 		}
 	}
-	if v := after.cpv.Status; r.report.Versions != (plan.Versions{Template: string(v.TemplateVersion), Override: string(v.OverrideVersion)}) {
+	if v := after.cpv.Status; r.report.Versions != (planreport.Versions{Template: string(v.TemplateVersion), Override: string(v.OverrideVersion)}) {
 		problems = append(problems, fmt.Sprintf("plan says versions %+v, the CPV %s/%s", r.report.Versions, v.TemplateVersion, v.OverrideVersion))
 	}
 	if len(problems) > 0 {
@@ -110,7 +111,7 @@ func (ds differences) texts() []string {
 
 // compareAction compares plan's prediction for cluster m with what the
 // controller did there; nil when they agree.
-func compareAction(m string, c plan.Cluster, r *caseRun, after state) differences {
+func compareAction(m string, c planreport.Cluster, r *caseRun, after state) differences {
 	var found differences
 	want, got := expectedAction(c, r.before.copies[m]), observedAction(r.before.copies[m], after.copies[m])
 	add := func(format string, args ...any) {
@@ -123,7 +124,7 @@ func compareAction(m string, c plan.Cluster, r *caseRun, after state) difference
 		add("plan says placed %v, the CPV %v", c.Placed, placed)
 	}
 	// Plan says pull only of a cluster it plans a copy or a removal for.
-	if pull := slices.Contains(r.opts.Pull, m); c.Action != plan.ActionNotPlaced && c.Pull != pull {
+	if pull := slices.Contains(r.opts.Pull, m); c.Action != planreport.ActionNotPlaced && c.Pull != pull {
 		add("plan says pull %v, the bed %v", c.Pull, pull)
 	}
 	for _, p := range compareCluster(m, c, r.before, after) {
@@ -137,21 +138,21 @@ func compareAction(m string, c plan.Cluster, r *caseRun, after state) difference
 // was prev before the change and is now entry, where the controller did
 // got; "" when none does. Each is kept in view with t.Skip until plan
 // follows the controller.
-func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1.ClusterVersion, got string) string {
+func knownDisagreement(c planreport.Cluster, ro planreport.Rollout, prev, entry typesv1beta1.ClusterVersion, got string) string {
 	switch {
-	case c.Action == plan.ActionUpdate && c.Now && c.Diff == "" && c.OverwritesDrift == nil &&
-		strings.HasPrefix(c.Reason, "kubefed.io/resync has a new value") && got == string(plan.ActionUnchanged):
+	case c.Action == planreport.ActionUpdate && c.Now && c.Diff == "" && c.OverwritesDrift == nil &&
+		strings.HasPrefix(c.Reason, "kubefed.io/resync has a new value") && got == string(planreport.ActionUnchanged):
 		// The controller applies the copy again; the member, given the
 		// same content, writes nothing.
 		return "a new kubefed.io/resync value on a copy that is current: plan predicts an Update, the member's copy is not written"
-	case c.Held && (got == string(plan.ActionUnchanged) || got == noCopy) && int64(entry.TargetRevision) == ro.Revision && waitingWave(ro, c.Wave):
+	case c.Held && (got == string(planreport.ActionUnchanged) || got == noCopy) && int64(entry.TargetRevision) == ro.Revision && waitingWave(ro, c.Wave):
 		// Plan shows the controller's next sync, in which the cluster's
 		// wave has not started (the waves before it are not complete);
 		// the controller's later syncs complete them and start it, the
 		// approval being there already. Nothing is written either way.
 		return fmt.Sprintf("a cluster held at revision %d by wave %s, which the controller starts in a later sync: plan shows the next sync only",
 			c.TargetRevision, c.Wave)
-	case c.Held && !c.Now && got == string(plan.ActionUpdate) && isDrift(prev.State) && int64(entry.TargetRevision) == c.TargetRevision &&
+	case c.Held && !c.Now && got == string(planreport.ActionUpdate) && isDrift(prev.State) && int64(entry.TargetRevision) == c.TargetRevision &&
 		(entry.State == typesv1beta1.RolloutPending || entry.State == typesv1beta1.InSync):
 		// docs/plan.md, Limits: a held cluster is shown with the change
 		// it gets when no longer held, not with what the controller
@@ -164,10 +165,10 @@ func knownDisagreement(c plan.Cluster, ro plan.Rollout, prev, entry typesv1beta1
 // compareCluster checks what the controller wrote in m against plan's
 // rendered copy, and that a held cluster and a drift left under Alert are
 // as plan says.
-func compareCluster(m string, c plan.Cluster, before, after state) []string {
+func compareCluster(m string, c planreport.Cluster, before, after state) []string {
 	var problems []string
 	cp, entry, prev := after.copies[m], after.entries[m], before.entries[m]
-	written := (c.Action == plan.ActionCreate || c.Action == plan.ActionUpdate) && c.Now
+	written := (c.Action == planreport.ActionCreate || c.Action == planreport.ActionUpdate) && c.Now
 	if written && cp != nil {
 		if why := renderedMatches(c.Rendered, cp); why != "" {
 			problems = append(problems, m+": the copy written is not plan's rendered copy: "+why)
@@ -178,11 +179,11 @@ func compareCluster(m string, c plan.Cluster, before, after state) []string {
 	if c.Held && (!heldAsIs || int64(entry.TargetRevision) != c.TargetRevision) {
 		problems = append(problems, fmt.Sprintf("%s: plan holds it at revision %d, the CPV entry is %s at revision %d", m, c.TargetRevision, entry.State, entry.TargetRevision))
 	}
-	if c.Action == plan.ActionUnchanged && c.Placed && isDrift(prev.State) && entry.State != prev.State {
+	if c.Action == planreport.ActionUnchanged && c.Placed && isDrift(prev.State) && entry.State != prev.State {
 		problems = append(problems, fmt.Sprintf("%s: plan leaves the drift (%s), the CPV entry is now %s", m, prev.State, entry.State))
 	}
 	// A held write overwrites the drift when it is made.
-	if (c.OverwritesDrift != nil) != (isDrift(prev.State) && (c.Action == plan.ActionCreate || c.Action == plan.ActionUpdate)) {
+	if (c.OverwritesDrift != nil) != (isDrift(prev.State) && (c.Action == planreport.ActionCreate || c.Action == planreport.ActionUpdate)) {
 		problems = append(problems, fmt.Sprintf("%s: plan's overwritesDrift %+v, the CPV entry was %s before the write", m, c.OverwritesDrift, prev.State))
 	}
 	return problems
@@ -223,7 +224,7 @@ func renderedMatches(rendered map[string]any, cp *appsv1.Deployment) string {
 }
 
 // waitingWave tells whether plan's engine left wave name not started yet.
-func waitingWave(ro plan.Rollout, name string) bool {
+func waitingWave(ro planreport.Rollout, name string) bool {
 	for _, w := range ro.Waves {
 		if w.Name == name {
 			return w.Phase != string(typesv1beta1.WaveProgressing) && w.Phase != string(typesv1beta1.WaveComplete)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/fedwarden/fedwarden/internal/cli/plan"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 )
 
 // Coverage counts: how many cases had each dimension, and how many
@@ -73,12 +73,12 @@ func (c *coverage) add(r *caseRun) {
 	c.count(Approval, r.planned.approve != "" && r.planned.waves)
 	c.count(AllAtOnce, r.planned.allAtOnce && r.planned.waves)
 	for _, cl := range r.report.Clusters {
-		c.count(Created, cl.Action == plan.ActionCreate)
-		c.count(Updated, cl.Action == plan.ActionUpdate && cl.Now)
-		c.count(Held, cl.Action == plan.ActionUpdate && cl.Held)
-		c.count(Deleted, cl.Action == plan.ActionDelete)
-		c.count(Unchanged, cl.Action == plan.ActionUnchanged)
-		c.count(NotPlaced, cl.Action == plan.ActionNotPlaced)
+		c.count(Created, cl.Action == planreport.ActionCreate)
+		c.count(Updated, cl.Action == planreport.ActionUpdate && cl.Now)
+		c.count(Held, cl.Action == planreport.ActionUpdate && cl.Held)
+		c.count(Deleted, cl.Action == planreport.ActionDelete)
+		c.count(Unchanged, cl.Action == planreport.ActionUnchanged)
+		c.count(NotPlaced, cl.Action == planreport.ActionNotPlaced)
 		c.count(OverDrift, cl.OverwritesDrift != nil)
 		c.count(PullPredicted, cl.Pull)
 	}

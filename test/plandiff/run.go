@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	"github.com/fedwarden/fedwarden/test/poll"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -99,7 +101,7 @@ type caseRun struct {
 	// that copy as the edit left it (as it was, for a deletion).
 	edited     string
 	editedCopy *appsv1.Deployment
-	report     plan.Report
+	report     planreport.Report
 	// planJSON is plan's output, the rendered copies cut short.
 	planJSON string
 	before   state
@@ -257,7 +259,7 @@ func awaitHandEdit(t *testing.T, b *inprocess.Bed, r *caseRun) {
 }
 
 // runPlan runs plan on r's change with -o json.
-func runPlan(t *testing.T, b *inprocess.Bed, r *caseRun) (plan.Report, string) {
+func runPlan(t *testing.T, b *inprocess.Bed, r *caseRun) (planreport.Report, string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), r.ns+".yaml")
 	if err := os.WriteFile(file, []byte(r.planned.doc(r.ns)), 0o600); err != nil {
@@ -269,7 +271,7 @@ func runPlan(t *testing.T, b *inprocess.Bed, r *caseRun) (plan.Report, string) {
 	}
 	args = append(args, "-o", "json", "--host-kubeconfig", b.Fed.Host.Kubeconfig)
 	stdout, stderr, code := clitest.Execute(plan.NewCommand, args...)
-	var rep plan.Report
+	var rep planreport.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); (code != 0 && code != 1) || err != nil {
 		t.Fatalf("%s: plan %v: exit code %d, %v; stdout:\n%s\nstderr:\n%s", r.label(), args, code, err, stdout, stderr)
 	}
@@ -277,7 +279,7 @@ func runPlan(t *testing.T, b *inprocess.Bed, r *caseRun) (plan.Report, string) {
 }
 
 // shown is r as plan prints it, without the rendered copies.
-func shown(t *testing.T, r plan.Report) string {
+func shown(t *testing.T, r planreport.Report) string {
 	t.Helper()
 	r.Clusters = slices.Clone(r.Clusters)
 	for i := range r.Clusters {

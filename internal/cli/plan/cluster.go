@@ -12,8 +12,8 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/propagation"
-	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // pullNoDryRun says why a Pull cluster has no dry run.
@@ -21,13 +21,13 @@ const pullNoDryRun = "a Pull cluster: the host keeps no credentials for it, so n
 
 // planCluster plans the resource in one cluster: placed, it is rendered
 // and compared with the live copy; no longer placed, its copy is deleted.
-func (p *planner) planCluster(ctx context.Context, in *planInput, name string) Cluster {
-	c := Cluster{Name: name}
+func (p *planner) planCluster(ctx context.Context, in *planInput, name string) planreport.Cluster {
+	c := planreport.Cluster{Name: name}
 	if !slices.Contains(in.placed.Names(), name) {
 		if _, recorded := in.Previous[name]; recorded {
 			p.planRemoval(ctx, in, &c)
 		} else {
-			c.Action, c.Reason = ActionNotPlaced, in.placed.ruledOut(name)
+			c.Action, c.Reason = planreport.ActionNotPlaced, in.placed.ruledOut(name)
 		}
 		return c
 	}
@@ -35,10 +35,10 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	if n, ok := in.placed.Replicas()[name]; ok {
 		c.Replicas = &n
 	}
-	c.Wave, c.WaveNumber = in.rollout.waveOf(name)
-	desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, name, c.Replicas)
+	c.Wave, c.WaveNumber = in.rollout.WaveOf(name)
+	desired, err := in.s.kind.Type.Render(in.s.fed, in.s.spec, name, c.Replicas)
 	if err != nil {
-		c.Action, c.Error = ActionUnknown, fmt.Sprintf("rendering its copy: %v", err)
+		c.Action, c.Error = planreport.ActionUnknown, fmt.Sprintf("rendering its copy: %v", err)
 		return c
 	}
 	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
@@ -47,7 +47,7 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	fc := in.joined[name]
 	switch {
 	case fc == nil:
-		c.Action, c.Reason = ActionUnknown, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name)
+		c.Action, c.Reason = planreport.ActionUnknown, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name)
 	case fc.Spec.SyncMode == corev1beta1.SyncModePull:
 		planPull(in, &c, desired, p.remediation)
 	default:
@@ -56,7 +56,7 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 	if note := in.placed.decision.WhyKept(name); note != "" {
 		c.Reason += "; " + note
 	}
-	if fc != nil && c.Action.writes() && !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
+	if fc != nil && c.Action.Writes() && !meta.IsStatusConditionTrue(fc.Status.Conditions, corev1beta1.ClusterReady) {
 		c.Reason += "; the cluster is not Ready: the controller writes once it is"
 	}
 	scrubCluster(sc, &c)
@@ -66,10 +66,10 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) C
 // planPush plans a placed Push cluster: the controller's apply stage,
 // run with a writer that writes nothing (propagation.Previewer), reads its
 // copy, decides, and dry-runs the write in the member.
-func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desired *unstructured.Unstructured, sc *scrub.Scrubber) {
+func (p *planner) planPush(ctx context.Context, in *planInput, c *planreport.Cluster, desired *unstructured.Unstructured, sc *scrub.Scrubber) {
 	member, err := p.members.Get(ctx, p.host, c.Name)
 	if err != nil {
-		c.Action, c.Error = ActionUnknown, err.Error()
+		c.Action, c.Error = planreport.ActionUnknown, err.Error()
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
@@ -78,23 +78,23 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 	propagation.Seen(sc, pv.Live)
 	switch {
 	case pv.Gone:
-		c.Action, c.Reason = ActionUnchanged, "the cluster is kept only for a copy the namespace restriction would leave out, and there is none: nothing is written, and the cluster leaves the placement"
+		c.Action, c.Reason = planreport.ActionUnchanged, "the cluster is kept only for a copy the namespace restriction would leave out, and there is none: nothing is written, and the cluster leaves the placement"
 		return
 	case pv.Reason == typesv1beta1.ClusterAlreadyExists:
-		c.Action, c.Reason = ActionConflict, pv.Message
+		c.Action, c.Reason = planreport.ActionConflict, pv.Message
 		return
 	case !pv.Decided:
-		c.Action, c.Error = ActionUnknown, pv.Message
+		c.Action, c.Error = planreport.ActionUnknown, pv.Message
 		return
 	}
-	c.Action, c.Reason = Action(pv.Decision.Action), pv.Decision.Reason
+	c.Action, c.Reason = planreport.Action(pv.Decision.Action), pv.Decision.Reason
 	in.timing(c, pv.Decision.NewContent)
-	if !c.Action.writes() {
+	if !c.Action.Writes() {
 		return
 	}
 	c.DryRun = dryRunOf(pv, fmt.Sprintf("namespace %s does not exist in cluster %s yet: the controller creates it before the copy, "+
 		"so the member cannot judge the copy before then", desired.GetNamespace(), c.Name))
-	if c.DryRun.Status == DryRunFailed {
+	if c.DryRun.Status == planreport.DryRunFailed {
 		c.Error = c.DryRun.Message
 	}
 	if pv.Sent != nil {
@@ -107,20 +107,17 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *Cluster, desir
 }
 
 // planPull plans a placed Pull cluster from what its agent reported in the
-// CPV: the host cannot read it. desired is the copy planned there.
-func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured, def typesv1beta1.Remediation) {
+// CPV (propagation.Previewer.Pull): the host cannot read it. desired is the
+// copy planned there.
+func planPull(in *planInput, c *planreport.Cluster, desired *unstructured.Unstructured, def typesv1beta1.Remediation) {
 	c.Pull = true
-	prev, recorded := in.Previous[c.Name]
-	moved := prev.TemplateVersion != in.Versions.Template || prev.OverrideVersion != in.Versions.Override
-	changed := moved && !(recorded && agentHasCurrent(in, c.Name, prev, desired))
-	d := propagation.DecideFromEntry(prev, recorded, changed, in.Versions, propagation.PolicyFor(in.s.spec, c.Name, def), in.Force)
-	c.Action, c.Reason = Action(d.Action), d.Reason
-	if recorded && moved && !changed && d.Action == propagation.ActionUnchanged {
-		c.Reason = "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
-	}
+	pv := propagation.Previewer{Type: in.s.kind.Type, DefaultRemediation: def}
+	d := pv.Pull(in.s.current, in.s.spec, in.s.cpv, in.Inputs, c.Name, desired)
+	c.Action, c.Reason = planreport.Action(d.Action), d.Reason
 	in.timing(c, d.NewContent)
-	if c.Action.writes() {
-		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
+	if c.Action.Writes() {
+		c.DryRun = &planreport.DryRun{Status: planreport.DryRunSkipped, Message: pullNoDryRun}
+		prev, recorded := in.Previous[c.Name]
 		c.OverwritesDrift = overwrites(prev, recorded)
 	}
 }
@@ -128,22 +125,22 @@ func planPull(in *planInput, c *Cluster, desired *unstructured.Unstructured, def
 // planRemoval plans a cluster the resource leaves: the controller's
 // removal (propagation.Previewer) deletes its copy there, or releases an
 // adopted namespace, when the copy is the resource's own.
-func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
+func (p *planner) planRemoval(ctx context.Context, in *planInput, c *planreport.Cluster) {
 	why := "no longer placed (" + in.placed.ruledOut(c.Name) + ")"
 	fc := in.joined[c.Name]
 	switch {
 	case fc == nil:
-		c.Action, c.Reason = ActionUnchanged, why+"; the cluster left the federation: nothing is deleted there"
+		c.Action, c.Reason = planreport.ActionUnchanged, why+"; the cluster left the federation: nothing is deleted there"
 		return
 	case fc.Spec.SyncMode == corev1beta1.SyncModePull:
 		c.Pull = true
-		c.Action, c.Reason, c.Now = ActionDelete, why+": its agent deletes its copy, as spec.removals of the ClusterPropagatedVersion tells it", true
-		c.DryRun = &DryRun{Status: DryRunSkipped, Message: pullNoDryRun}
+		c.Action, c.Reason, c.Now = planreport.ActionDelete, why+": its agent deletes its copy, as spec.removals of the ClusterPropagatedVersion tells it", true
+		c.DryRun = &planreport.DryRun{Status: planreport.DryRunSkipped, Message: pullNoDryRun}
 		return
 	}
 	member, err := p.members.Get(ctx, p.host, c.Name)
 	if err != nil {
-		c.Action, c.Error = ActionUnknown, err.Error()
+		c.Action, c.Error = planreport.ActionUnknown, err.Error()
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
@@ -155,23 +152,23 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 	switch pv.Removal {
 	case "":
 		if pv.Reason == typesv1beta1.ClusterUnreachable {
-			c.Action, c.Error = ActionUnknown, pv.Message
+			c.Action, c.Error = planreport.ActionUnknown, pv.Message
 			return
 		}
-		c.Action, c.Reason = ActionUnchanged, why+"; the controller's delete rule finds no copy of this resource there (none Fedwarden manages, "+
+		c.Action, c.Reason = planreport.ActionUnchanged, why+"; the controller's delete rule finds no copy of this resource there (none Fedwarden manages, "+
 			"another resource's copy, fedwarden.io/owner-uid, or the cluster is a second name of one joined first): nothing is deleted"
 		return
 	case "keep":
-		c.Action, c.Reason = ActionUnchanged, why+"; a kube-* namespace is never deleted or released"
+		c.Action, c.Reason = planreport.ActionUnchanged, why+"; a kube-* namespace is never deleted or released"
 		return
 	case "release":
 		c.Reason = why + ": the namespace is released (Fedwarden's marks taken off), as Fedwarden did not create it"
 	default:
 		c.Reason = why + ": its copy is deleted"
 	}
-	c.Action, c.Now = ActionDelete, true
+	c.Action, c.Now = planreport.ActionDelete, true
 	c.DryRun = dryRunOf(pv, "")
-	if c.DryRun.Status == DryRunFailed {
+	if c.DryRun.Status == planreport.DryRunFailed {
 		c.Error = c.DryRun.Message
 	}
 }
@@ -180,12 +177,6 @@ func (p *planner) planRemoval(ctx context.Context, in *planInput, c *Cluster) {
 // writing nothing.
 func (p *planner) previewer(in *planInput) propagation.Previewer {
 	return propagation.Previewer{Type: in.s.kind.Type, DefaultRemediation: p.remediation}
-}
-
-// renderTarget is what render needs of the resource's type.
-func renderTarget(in *planInput) render.Target {
-	t := in.s.kind.Type
-	return render.Target{Kind: t.Target, Namespaced: t.TargetNamespaced}
 }
 
 // rendered is the copy as the report shows it: with the versions, a
@@ -203,36 +194,9 @@ func rendered(in *planInput, cluster string, desired *unstructured.Unstructured)
 
 // overwrites is the drift a cluster's CPV entry records, which a write
 // overwrites; nil when none.
-func overwrites(prev typesv1beta1.ClusterVersion, recorded bool) *Drift {
+func overwrites(prev typesv1beta1.ClusterVersion, recorded bool) *planreport.Drift {
 	if !recorded || (prev.State != typesv1beta1.ModifiedOutOfBand && prev.State != typesv1beta1.Missing) {
 		return nil
 	}
-	return &Drift{State: string(prev.State), ChangedPaths: nonNil(prev.ChangedPaths), ChangedBy: nonNil(prev.ChangedBy), DriftedSince: prev.DriftedSince}
-}
-
-// agentHasCurrent tells whether a Pull cluster's copy is known to hold
-// desired's content already: its agent reports it InSync at the versions
-// the host's resource is at, and the host's resource renders there as
-// desired does. Its agent, which writes only content that changed, then
-// writes nothing.
-func agentHasCurrent(in *planInput, cluster string, prev typesv1beta1.ClusterVersion, desired *unstructured.Unstructured) bool {
-	if desired == nil || in.s.current == nil || in.s.cpv == nil {
-		return false
-	}
-	st := in.s.cpv.Status
-	if prev.State != typesv1beta1.InSync || prev.TemplateVersion != st.TemplateVersion || prev.OverrideVersion != st.OverrideVersion {
-		return false
-	}
-	spec, err := render.ParseSpec(in.s.current)
-	if err != nil {
-		return false
-	}
-	var replicas *int32
-	for _, pc := range in.s.cpv.Spec.Clusters {
-		if string(pc.Name) == cluster {
-			replicas = pc.Replicas
-		}
-	}
-	current, err := render.For(renderTarget(in), in.s.current, spec, cluster, replicas)
-	return err == nil && render.ContentHash(current.Object) == render.ContentHash(desired.Object)
+	return &planreport.Drift{State: string(prev.State), ChangedPaths: nonNil(prev.ChangedPaths), ChangedBy: nonNil(prev.ChangedBy), DriftedSince: prev.DriftedSince}
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -68,13 +70,13 @@ func TestScrubCluster(t *testing.T) {
 	}}
 	sc := propagation.ScrubberOf(in.s.kind.Type, in.s.fed)
 	propagation.Seen(sc, secret)
-	c := Cluster{Reason: "value hunter222 and tok-abcdef", DryRun: &DryRun{Message: "got aHVudGVyMjIy, pin 123, from-the-template"}}
+	c := planreport.Cluster{Reason: "value hunter222 and tok-abcdef", DryRun: &planreport.DryRun{Message: "got aHVudGVyMjIy, pin 123, from-the-template"}}
 	scrubCluster(sc, &c)
 	if c.Reason != "value <redacted> and <redacted>" || c.DryRun.Message != "got <redacted>, pin 123, <redacted>" {
 		t.Errorf("scrubbed: %q, %q", c.Reason, c.DryRun.Message)
 	}
 	// Another kind is not scrubbed.
-	c = Cluster{Reason: "value hunter222"}
+	c = planreport.Cluster{Reason: "value hunter222"}
 	scrubCluster(propagation.ScrubberOf(testInput(false, false).s.kind.Type, in.s.fed), &c)
 	if c.Reason != "value hunter222" {
 		t.Errorf("a Deployment's plan was scrubbed: %q", c.Reason)
@@ -110,25 +112,25 @@ func TestPlanPull(t *testing.T) {
 		entry       *typesv1beta1.ClusterVersion
 		remediation typesv1beta1.Remediation
 		force       bool
-		want        Action
+		want        planreport.Action
 		reason      string
 		overrode    bool
 	}{
-		{name: "no report", want: ActionCreate, reason: "its agent has reported no copy"},
+		{name: "no report", want: planreport.ActionCreate, reason: "its agent has reported no copy"},
 		{name: "behind", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "1", OverrideVersion: "1", State: typesv1beta1.ModifiedOutOfBand, ChangedPaths: []string{"/spec/replicas"}},
-			want: ActionUpdate, reason: "its agent reports template version 1, override version 1; it applies 2, 1", overrode: true},
-		{name: "current", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, want: ActionUnchanged},
-		{name: "current, resync", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, force: true, want: ActionUpdate},
+			want: planreport.ActionUpdate, reason: "its agent reports template version 1, override version 1; it applies 2, 1", overrode: true},
+		{name: "current", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, want: planreport.ActionUnchanged},
+		{name: "current, resync", entry: &typesv1beta1.ClusterVersion{TemplateVersion: "2", OverrideVersion: "1", State: typesv1beta1.InSync}, force: true, want: planreport.ActionUpdate},
 		// As the agent's DecideWrite decides on its own copy (plandiff found
 		// plan leaving the drift and the remediation out).
-		{name: "edited by hand, Alert", entry: &drifted, remediation: typesv1beta1.RemediationAlert, want: ActionUnchanged,
+		{name: "edited by hand, Alert", entry: &drifted, remediation: typesv1beta1.RemediationAlert, want: planreport.ActionUnchanged,
 			reason: "its agent reports the copy changed in the member by kubectl-edit: /spec/replicas; left as it is (remediation Alert)"},
-		{name: "edited by hand, Enforce", entry: &drifted, want: ActionUpdate, reason: "written back (remediation Enforce)", overrode: true},
-		{name: "deleted by hand, Alert, a new template", entry: &missing, remediation: typesv1beta1.RemediationAlert, want: ActionUnchanged,
+		{name: "edited by hand, Enforce", entry: &drifted, want: planreport.ActionUpdate, reason: "written back (remediation Enforce)", overrode: true},
+		{name: "deleted by hand, Alert, a new template", entry: &missing, remediation: typesv1beta1.RemediationAlert, want: planreport.ActionUnchanged,
 			reason: "its agent reports that the copy was deleted in the member; not recreated (remediation Alert)"},
-		{name: "deleted by hand, Alert, resync", entry: &missing, remediation: typesv1beta1.RemediationAlert, force: true, want: ActionCreate,
+		{name: "deleted by hand, Alert, resync", entry: &missing, remediation: typesv1beta1.RemediationAlert, force: true, want: planreport.ActionCreate,
 			reason: "created again, as kubefed.io/resync has a new value", overrode: true},
-		{name: "deleted by hand, Enforce", entry: &missing, want: ActionCreate, reason: "created again", overrode: true},
+		{name: "deleted by hand, Enforce", entry: &missing, want: planreport.ActionCreate, reason: "created again", overrode: true},
 	}
 	for _, tt := range tests {
 		in := testInput(tt.force, false)
@@ -136,10 +138,10 @@ func TestPlanPull(t *testing.T) {
 		if tt.entry != nil {
 			in.Previous["edge"] = *tt.entry
 		}
-		c := Cluster{Name: "edge"}
+		c := planreport.Cluster{Name: "edge"}
 		planPull(in, &c, nil, cmp.Or(tt.remediation, typesv1beta1.RemediationEnforce))
-		skipped := c.DryRun != nil && c.DryRun.Status == DryRunSkipped && strings.Contains(c.DryRun.Message, "the host keeps no credentials")
-		if c.Action != tt.want || !strings.Contains(c.Reason, tt.reason) || !c.Pull || skipped != c.Action.writes() || (c.OverwritesDrift != nil) != tt.overrode {
+		skipped := c.DryRun != nil && c.DryRun.Status == planreport.DryRunSkipped && strings.Contains(c.DryRun.Message, "the host keeps no credentials")
+		if c.Action != tt.want || !strings.Contains(c.Reason, tt.reason) || !c.Pull || skipped != c.Action.Writes() || (c.OverwritesDrift != nil) != tt.overrode {
 			t.Errorf("%s: %+v, want %s with %q", tt.name, c, tt.want, tt.reason)
 		}
 	}
@@ -155,10 +157,10 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 		"template": {"spec": {"template": {"spec": {"containers": [{"name": "web", "image": "IMAGE"}]}}}}}}`
 	for _, tt := range []struct {
 		name, planned string
-		want          Action
+		want          planreport.Action
 	}{
-		{name: "the image the override hides", planned: "nginx:1.26", want: ActionUnchanged},
-		{name: "the same template", planned: "nginx:1.25", want: ActionUnchanged},
+		{name: "the image the override hides", planned: "nginx:1.26", want: planreport.ActionUnchanged},
+		{name: "the same template", planned: "nginx:1.25", want: planreport.ActionUnchanged},
 	} {
 		in := testInput(false, false)
 		in.s.current, in.s.fed = &unstructured.Unstructured{}, &unstructured.Unstructured{}
@@ -175,24 +177,24 @@ func TestPlanPullOfUnchangedContent(t *testing.T) {
 		in.s.spec = spec
 		in.s.cpv.Status = typesv1beta1.ClusterPropagatedVersionStatus{TemplateVersion: "1", OverrideVersion: "1"}
 		in.Previous = map[string]typesv1beta1.ClusterVersion{"edge": {ClusterName: "edge", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}}
-		desired, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "edge", nil)
+		desired, err := in.s.kind.Type.Render(in.s.fed, in.s.spec, "edge", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := Cluster{Name: "edge"}
+		c := planreport.Cluster{Name: "edge"}
 		planPull(in, &c, desired, typesv1beta1.RemediationEnforce)
 		if c.Action != tt.want || c.DryRun != nil {
 			t.Errorf("%s: %+v, want %s", tt.name, c, tt.want)
 		}
 		// Another cluster, which the template change reaches, is updated.
 		in.Previous["core"] = typesv1beta1.ClusterVersion{ClusterName: "core", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}
-		core, err := render.For(renderTarget(in), in.s.fed, in.s.spec, "core", nil)
+		core, err := in.s.kind.Type.Render(in.s.fed, in.s.spec, "core", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c = Cluster{Name: "core"}
+		c = planreport.Cluster{Name: "core"}
 		planPull(in, &c, core, typesv1beta1.RemediationEnforce)
-		if changed := tt.planned != "nginx:1.25"; (c.Action == ActionUpdate) != changed {
+		if changed := tt.planned != "nginx:1.25"; (c.Action == planreport.ActionUpdate) != changed {
 			t.Errorf("%s: the cluster without the override: %+v", tt.name, c)
 		}
 	}

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
@@ -19,7 +20,7 @@ func diffText(in *planInput, cluster string, write, live *unstructured.Unstructu
 	delete(annotations, typesv1beta1.AnnotationDesiredHash)
 	delete(annotations, typesv1beta1.AnnotationOwnerUID)
 	desired.SetAnnotations(annotations)
-	location := cluster + "/" + describeKey(desired.GetNamespace(), desired.GetName())
+	location := cluster + "/" + cache.NewObjectName(desired.GetNamespace(), desired.GetName()).String()
 	v, err := memberdiff.Compare(memberdiff.Input{
 		Location: location, Desired: desired, Live: live, Policy: policy,
 		Versions: memberdiff.Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},

@@ -3,6 +3,7 @@ package plan
 import (
 	"net/http"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -10,16 +11,16 @@ import (
 // removal: allowed, refused (the member's API server said no: admission,
 // quota, schema, rights), failed (it could not be asked), or skipped, as
 // missing says, when the copy's namespace does not exist there yet.
-func dryRunOf(pv propagation.Preview, missing string) *DryRun {
+func dryRunOf(pv propagation.Preview, missing string) *planreport.DryRun {
 	switch {
 	case pv.NamespaceMissing:
-		return &DryRun{Status: DryRunSkipped, Message: missing}
+		return &planreport.DryRun{Status: planreport.DryRunSkipped, Message: missing}
 	case pv.Message == "":
-		return &DryRun{Status: DryRunAllowed, Allowed: true}
+		return &planreport.DryRun{Status: planreport.DryRunAllowed, Allowed: true}
 	case refusal(pv.Code):
-		return &DryRun{Status: DryRunRefused, Message: pv.Message}
+		return &planreport.DryRun{Status: planreport.DryRunRefused, Message: pv.Message}
 	}
-	return &DryRun{Status: DryRunFailed, Message: pv.Message}
+	return &planreport.DryRun{Status: planreport.DryRunFailed, Message: pv.Message}
 }
 
 // refusal tells whether an HTTP status code is the member saying no to the

@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
@@ -57,7 +58,7 @@ func (p *planner) runEngine(ctx context.Context, in *planInput) (*engine, string
 // summarize fills r with the decision: the revisions, each wave's phase
 // and message, and where the rollout is, as conditions RolledOut and
 // RolloutHalted would say it.
-func (e *engine) summarize(r *Rollout) {
+func (e *engine) summarize(r *planreport.Rollout) {
 	d := e.Decision
 	st := d.Status
 	r.Engine, r.Revision, r.NewRevision, r.FromRevision, r.Complete = true, int64(st.Revision), e.newRevision, int64(st.FromRevision), d.Complete
@@ -68,7 +69,7 @@ func (e *engine) summarize(r *Rollout) {
 	}
 	switch {
 	case d.Halt != nil:
-		r.Halted = &Halt{Reason: d.Halt.Reason, Message: d.Halt.Message}
+		r.Halted = &planreport.Halt{Reason: d.Halt.Reason, Message: d.Halt.Message}
 		r.Progress = d.Halt.Message
 	case !d.Complete:
 		r.Progress = rollout.Progress(st)
@@ -82,8 +83,8 @@ func (e *engine) summarize(r *Rollout) {
 // whether it is made now or the cluster is held at an earlier revision,
 // and why. A deletion, or a write that only heals drift or acts on
 // kubefed.io/resync, is made now.
-func (e *engine) timing(c *Cluster, newContent bool) {
-	c.Now = c.Action.writes()
+func (e *engine) timing(c *planreport.Cluster, newContent bool) {
+	c.Now = c.Action.Writes()
 	if !c.Placed {
 		return
 	}
@@ -92,7 +93,7 @@ func (e *engine) timing(c *Cluster, newContent bool) {
 		return
 	}
 	c.TargetRevision, c.Held = int64(target), target < e.Input.Latest
-	if !c.Now || c.Action == ActionDelete || !newContent {
+	if !c.Now || c.Action == planreport.ActionDelete || !newContent {
 		return
 	}
 	if !c.Held {
@@ -101,7 +102,7 @@ func (e *engine) timing(c *Cluster, newContent bool) {
 	}
 	c.Now = false
 	c.Reason += "; " + e.Decision.HeldReason(e.Input, c.Name, target)
-	if c.Action == ActionCreate {
+	if c.Action == planreport.ActionCreate {
 		c.Reason += fmt.Sprintf("; until then the controller creates its copy at revision %d", target)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -64,7 +66,7 @@ func TestEngineTiming(t *testing.T) {
 		name    string
 		in      rollout.Input
 		cluster string
-		action  Action
+		action  planreport.Action
 		// oldContent: the write heals drift or acts on resync.
 		oldContent bool
 		pull       bool
@@ -120,13 +122,13 @@ func TestEngineTiming(t *testing.T) {
 		{name: "a cluster that targets the revision already", cluster: "a", now: true, target: 2,
 			in:     twoWaveInput(2, atRevision2(typesv1beta1.WaveProgressing, time.Second)),
 			reason: "; gets revision 2 now: its CPV entry targets it already"},
-		{name: "a held cluster without a copy", action: ActionCreate, cluster: "b", held: true, target: 1,
+		{name: "a held cluster without a copy", action: planreport.ActionCreate, cluster: "b", held: true, target: 1,
 			in: twoWaveInput(2, func(in *rollout.Input) { in.Clusters["b"] = rollout.Cluster{} }),
 			reason: "; held at revision 1 until wave 2/2 main starts; wave 1/2 canary before it is Progressing: waiting for a, c to be Healthy and InSync at the revision; " +
 				"until then the controller creates its copy at revision 1"},
 		{name: "drift healed at the held revision", in: twoWaveInput(2), cluster: "b", oldContent: true, now: true, held: true, target: 1},
-		{name: "nothing written", in: twoWaveInput(2), cluster: "b", action: ActionUnchanged, held: true, target: 1},
-		{name: "a deletion", in: twoWaveInput(2), cluster: "b", action: ActionDelete, now: true, held: true, target: 1},
+		{name: "nothing written", in: twoWaveInput(2), cluster: "b", action: planreport.ActionUnchanged, held: true, target: 1},
+		{name: "a deletion", in: twoWaveInput(2), cluster: "b", action: planreport.ActionDelete, now: true, held: true, target: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,9 +136,9 @@ func TestEngineTiming(t *testing.T) {
 			e := newEngine(tt.in, true, kept(tt.in.Latest))
 			action := tt.action
 			if action == "" {
-				action = ActionUpdate
+				action = planreport.ActionUpdate
 			}
-			c := Cluster{Name: tt.cluster, Placed: true, Pull: tt.pull, Action: action, Reason: "why"}
+			c := planreport.Cluster{Name: tt.cluster, Placed: true, Pull: tt.pull, Action: action, Reason: "why"}
 			e.timing(&c, !tt.oldContent)
 			if c.Now != tt.now || c.Held != tt.held || c.TargetRevision != tt.target || c.Reason != "why"+tt.reason {
 				t.Errorf("timing: now %t, held %t, target %d, reason %q;\nwant now %t, held %t, target %d, reason %q\n(decision %+v)",
@@ -150,7 +152,7 @@ func TestEngineTiming(t *testing.T) {
 // not the engine's: its deletion is made now, with no revision.
 func TestEngineTimingLeavesUnplacedClusters(t *testing.T) {
 	t.Parallel()
-	c := Cluster{Name: "gone", Action: ActionDelete, Reason: "why"}
+	c := planreport.Cluster{Name: "gone", Action: planreport.ActionDelete, Reason: "why"}
 	newEngine(twoWaveInput(2), true, kept(2)).timing(&c, false)
 	if !c.Now || c.Held || c.TargetRevision != 0 || c.Reason != "why" {
 		t.Errorf("timing of a removal: %+v", c)
@@ -186,7 +188,7 @@ func TestEngineSummary(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			ro := Rollout{Waves: []Wave{{Name: "canary"}, {Name: "main"}}}
+			ro := planreport.Rollout{Waves: []planreport.Wave{{Name: "canary"}, {Name: "main"}}}
 			newEngine(tt.in, tt.newRevision, kept(tt.in.Latest)).summarize(&ro)
 			phases := ro.Waves[0].Phase + " " + ro.Waves[1].Phase
 			halt := ""
@@ -221,12 +223,12 @@ func kept(latest typesv1beta1.Revision) []rollout.Revision {
 // controller syncs it (rollout.Decision.Effective).
 func TestEngineTimingOfARevisionNotKept(t *testing.T) {
 	t.Parallel()
-	c := Cluster{Name: "b", Placed: true, Action: ActionUnchanged}
+	c := planreport.Cluster{Name: "b", Placed: true, Action: planreport.ActionUnchanged}
 	newEngine(twoWaveInput(2), true, kept(2)).timing(&c, false)
 	if !c.Held || c.TargetRevision != 1 {
 		t.Fatalf("with revision 1 kept: %+v, want b held at 1", c)
 	}
-	c = Cluster{Name: "b", Placed: true, Action: ActionUnchanged}
+	c = planreport.Cluster{Name: "b", Placed: true, Action: planreport.ActionUnchanged}
 	newEngine(twoWaveInput(2), true, kept(2)[1:]).timing(&c, false)
 	if c.Held || c.TargetRevision != 2 {
 		t.Errorf("with revision 1 gone: %+v, want b at revision 2, not held", c)

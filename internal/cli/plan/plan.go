@@ -17,6 +17,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/manifest"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
@@ -195,7 +196,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return err
 	}
-	var reports []*Report
+	var reports []*planreport.Report
 	for _, sub := range subjects {
 		report, err := p.plan(ctx, sub)
 		if err != nil {
@@ -203,7 +204,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 		}
 		reports = append(reports, report)
 	}
-	if err := write(s.Out, o.output, reports); err != nil {
+	if err := planreport.Write(s.Out, o.output == outputJSON, reports); err != nil {
 		return err
 	}
 	return outcome(reports)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	"github.com/fedwarden/fedwarden/test/poll"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -139,19 +141,19 @@ func TestPlanAChangeOfImage(t *testing.T) {
 	t.Logf("plan -f of a new image:\n%s%s", stdout, stderr)
 
 	stdout, stderr, code = run(t, b, "-f", manifest(t, web(ns, "nginx:1.26", "")), "-o", "json")
-	var r plan.Report
+	var r planreport.Report
 	if err := json.Unmarshal([]byte(stdout), &r); code != 1 || err != nil {
 		t.Fatalf("plan -o json: exit code %d, %v; stdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
 	}
 	if r.Kind != "FederatedDeployment" || r.Namespace != ns || r.Name != "web" || r.Source != "file" || r.New ||
-		r.Versions != (plan.Versions{Template: "2", Override: "1"}) || r.Rollout.Strategy != "Waves" || len(r.Rollout.Waves) != 2 ||
+		r.Versions != (planreport.Versions{Template: "2", Override: "1"}) || r.Rollout.Strategy != "Waves" || len(r.Rollout.Waves) != 2 ||
 		!slices.Equal(r.Summary.Changes, []string{member1, member2}) || len(r.Summary.Refused) != 0 || len(r.Clusters) != 2 {
 		t.Errorf("plan -o json: %+v", r)
 	}
 	for i, c := range r.Clusters {
 		// Under Waves, the canary wave gets the new image at once, the
 		// main wave once the canary is done.
-		if c.Action != plan.ActionUpdate || c.WaveNumber != i+1 || c.Now != (i == 0) || c.DryRun == nil || !c.DryRun.Allowed || !strings.Contains(c.Diff, imageLine) ||
+		if c.Action != planreport.ActionUpdate || c.WaveNumber != i+1 || c.Now != (i == 0) || c.DryRun == nil || !c.DryRun.Allowed || !strings.Contains(c.Diff, imageLine) ||
 			c.Rendered == nil || c.OverwritesDrift != nil {
 			t.Errorf("plan -o json: cluster %+v", c)
 		}
@@ -276,7 +278,7 @@ func TestPlanShowsAMemberRefusal(t *testing.T) {
 
 	reader := readOnlyKubeconfig(t, b)
 	stdout, stderr, code = clitest.Execute(plan.NewCommand, "-f", file, "-o", "json", "--host-kubeconfig", reader)
-	var r plan.Report
+	var r planreport.Report
 	if err := json.Unmarshal([]byte(stdout), &r); code != 1 || err != nil || len(r.Clusters) != 2 {
 		t.Fatalf("plan -o json as a reader: exit code %d, %v; stdout:\n%s\nstderr:\n%s", code, err, stdout, stderr)
 	}
@@ -284,7 +286,7 @@ func TestPlanShowsAMemberRefusal(t *testing.T) {
 	if d := r.Clusters[0].DryRun; d == nil || !d.Allowed {
 		t.Errorf("member-1's dry run: %+v, want allowed", d)
 	}
-	if d := r.Clusters[1].DryRun; d == nil || d.Allowed || d.Status != plan.DryRunRefused || !strings.Contains(d.Message, message) {
+	if d := r.Clusters[1].DryRun; d == nil || d.Allowed || d.Status != planreport.DryRunRefused || !strings.Contains(d.Message, message) {
 		t.Errorf("member-2's dry run: %+v, want refused with %q", d, message)
 	}
 	if !slices.Equal(r.Summary.Refused, []string{member2}) {
@@ -388,10 +390,10 @@ func TestPlanFollowsTheRolloutInWaves(t *testing.T) {
 		ro.Waves[0].Phase != "Complete" || ro.Waves[1].Phase != "AwaitingApproval" || !strings.Contains(ro.Progress, "wave main is AwaitingApproval") {
 		t.Errorf("plan -o json mid-rollout: rollout %+v", ro)
 	}
-	if c := r.Clusters[0]; c.Action != plan.ActionUnchanged || c.Now || c.Held || c.TargetRevision != 2 {
+	if c := r.Clusters[0]; c.Action != planreport.ActionUnchanged || c.Now || c.Held || c.TargetRevision != 2 {
 		t.Errorf("plan -o json mid-rollout: member-1 %+v", c)
 	}
-	if c := r.Clusters[1]; c.Action != plan.ActionUpdate || c.Now || !c.Held || c.TargetRevision != 1 || c.DryRun == nil || !c.DryRun.Allowed {
+	if c := r.Clusters[1]; c.Action != planreport.ActionUpdate || c.Now || !c.Held || c.TargetRevision != 1 || c.DryRun == nil || !c.DryRun.Allowed {
 		t.Errorf("plan -o json mid-rollout: member-2 %+v", c)
 	}
 
@@ -455,7 +457,7 @@ func TestPlanFollowsTheRolloutInWaves(t *testing.T) {
 	}
 	t.Logf("plan without the right to read the revisions:\n%s%s", stdout, stderr)
 	stdout, _, _ = clitest.Execute(plan.NewCommand, "fdeploy/web", "-n", ns, "--host-kubeconfig", blind, "-o", "json")
-	var blindReport plan.Report
+	var blindReport planreport.Report
 	if err := json.Unmarshal([]byte(stdout), &blindReport); err != nil || blindReport.Rollout.Engine || !strings.Contains(blindReport.Rollout.Note, "forbidden") ||
 		blindReport.Rollout.Revision != 0 || blindReport.Clusters[1].Now || blindReport.Clusters[1].TargetRevision != 0 {
 		t.Errorf("plan -o json without the right to read the revisions: %v; %s", err, stdout)
@@ -543,10 +545,10 @@ spec:
 
 // planJSON runs plan -o json, which must exit 1 (changes), and decodes
 // its report.
-func planJSON(t *testing.T, b *inprocess.Bed, args ...string) plan.Report {
+func planJSON(t *testing.T, b *inprocess.Bed, args ...string) planreport.Report {
 	t.Helper()
 	stdout, stderr, code := run(t, b, append(args, "-o", "json")...)
-	var r plan.Report
+	var r planreport.Report
 	if err := json.Unmarshal([]byte(stdout), &r); code != 1 || err != nil || len(r.Clusters) != 2 || len(r.Rollout.Waves) != 2 {
 		t.Fatalf("plan %v -o json: exit code %d, %v; stdout:\n%s\nstderr:\n%s", args, code, err, stdout, stderr)
 	}
@@ -554,7 +556,7 @@ func planJSON(t *testing.T, b *inprocess.Bed, args ...string) plan.Report {
 }
 
 // mustJSON is r as plan prints it, without the rendered copies and diffs.
-func mustJSON(t *testing.T, r plan.Report) string {
+func mustJSON(t *testing.T, r planreport.Report) string {
 	t.Helper()
 	for i := range r.Clusters {
 		r.Clusters[i].Rendered = map[string]any{"…": "…"}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fedwarden/fedwarden/internal/planreport"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -95,38 +97,38 @@ func TestOutcome(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		clusters []Cluster
+		clusters []planreport.Cluster
 		want     int
 		wantErr  string
 	}{
-		{name: "nothing changes", clusters: []Cluster{{Name: "a", Action: ActionUnchanged}, {Name: "b", Action: ActionNotPlaced}}, want: 0},
-		{name: "a create", clusters: []Cluster{{Name: "a", Action: ActionCreate, DryRun: &DryRun{Status: DryRunAllowed, Allowed: true}}}, want: 1,
+		{name: "nothing changes", clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionUnchanged}, {Name: "b", Action: planreport.ActionNotPlaced}}, want: 0},
+		{name: "a create", clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionCreate, DryRun: &planreport.DryRun{Status: planreport.DryRunAllowed, Allowed: true}}}, want: 1,
 			wantErr: "FederatedDeployment shop/web would change 1 cluster: a"},
-		{name: "a refusal", clusters: []Cluster{{Name: "a", Action: ActionUpdate, DryRun: &DryRun{Status: DryRunRefused, Message: "no"}}}, want: 1,
+		{name: "a refusal", clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionUpdate, DryRun: &planreport.DryRun{Status: planreport.DryRunRefused, Message: "no"}}}, want: 1,
 			wantErr: "REFUSED by the member in 1 cluster: a"},
-		{name: "a conflict", clusters: []Cluster{{Name: "a", Action: ActionConflict}}, want: 1, wantErr: "conflicts with an object Fedwarden does not manage in 1 cluster: a"},
-		{name: "an error wins", clusters: []Cluster{{Name: "a", Action: ActionCreate}, {Name: "b", Action: ActionUnknown, Error: "down"}}, want: 2,
+		{name: "a conflict", clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionConflict}}, want: 1, wantErr: "conflicts with an object Fedwarden does not manage in 1 cluster: a"},
+		{name: "an error wins", clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionCreate}, {Name: "b", Action: planreport.ActionUnknown, Error: "down"}}, want: 2,
 			wantErr: "could not be planned in 1 cluster: b"},
 	}
 	for _, tt := range tests {
-		r := &Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: tt.clusters}
-		r.summarize()
-		err := outcome([]*Report{r})
+		r := &planreport.Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: tt.clusters}
+		r.Summarize()
+		err := outcome([]*planreport.Report{r})
 		if got := streams.ExitCode(err); got != tt.want || (tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr)) {
 			t.Errorf("%s: exit code %d (%v), want %d with %q", tt.name, got, err, tt.want, tt.wantErr)
 		}
 	}
 	// Of several resources, an error in one wins over a change in another,
 	// and each is named.
-	changed := &Report{Kind: "FederatedNamespace", Namespace: "shop", Name: "shop", Clusters: []Cluster{{Name: "a", Action: ActionCreate}}}
-	failed := &Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: []Cluster{{Name: "b", Action: ActionUnknown, Error: "down"}}}
-	changed.summarize()
-	failed.summarize()
-	err := outcome([]*Report{changed, failed})
+	changed := &planreport.Report{Kind: "FederatedNamespace", Namespace: "shop", Name: "shop", Clusters: []planreport.Cluster{{Name: "a", Action: planreport.ActionCreate}}}
+	failed := &planreport.Report{Kind: "FederatedDeployment", Namespace: "shop", Name: "web", Clusters: []planreport.Cluster{{Name: "b", Action: planreport.ActionUnknown, Error: "down"}}}
+	changed.Summarize()
+	failed.Summarize()
+	err := outcome([]*planreport.Report{changed, failed})
 	if got := streams.ExitCode(err); got != 2 || !strings.Contains(err.Error(), "FederatedDeployment shop/web could not be planned in 1 cluster: b") {
 		t.Errorf("two resources: exit code %d (%v), want 2 naming the one that could not be planned", got, err)
 	}
-	if err := outcome([]*Report{changed, changed}); streams.ExitCode(err) != 1 {
+	if err := outcome([]*planreport.Report{changed, changed}); streams.ExitCode(err) != 1 {
 		t.Errorf("two resources, one changing: %v, want exit code 1", err)
 	}
 }
@@ -137,16 +139,16 @@ func TestDryRunOf(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want DryRunStatus
+		want planreport.DryRunStatus
 	}{
-		{name: "allowed", err: nil, want: DryRunAllowed},
-		{name: "policy", err: apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil), want: DryRunRefused},
-		{name: "webhook or quota", err: apierrors.NewForbidden(gr, "web", errors.New("exceeded quota")), want: DryRunRefused},
-		{name: "bad request", err: apierrors.NewBadRequest("no"), want: DryRunRefused},
-		{name: "unauthorized", err: apierrors.NewUnauthorized("expired token"), want: DryRunFailed},
-		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), want: DryRunFailed},
-		{name: "server error", err: apierrors.NewInternalError(errors.New("etcd")), want: DryRunFailed},
-		{name: "network", err: errors.New("connection refused"), want: DryRunFailed},
+		{name: "allowed", err: nil, want: planreport.DryRunAllowed},
+		{name: "policy", err: apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", nil), want: planreport.DryRunRefused},
+		{name: "webhook or quota", err: apierrors.NewForbidden(gr, "web", errors.New("exceeded quota")), want: planreport.DryRunRefused},
+		{name: "bad request", err: apierrors.NewBadRequest("no"), want: planreport.DryRunRefused},
+		{name: "unauthorized", err: apierrors.NewUnauthorized("expired token"), want: planreport.DryRunFailed},
+		{name: "timeout", err: apierrors.NewTimeoutError("slow", 1), want: planreport.DryRunFailed},
+		{name: "server error", err: apierrors.NewInternalError(errors.New("etcd")), want: planreport.DryRunFailed},
+		{name: "network", err: errors.New("connection refused"), want: planreport.DryRunFailed},
 	}
 	for _, tt := range tests {
 		// The apply stage records the member's message and its status code.
@@ -159,11 +161,11 @@ func TestDryRunOf(t *testing.T) {
 			}
 		}
 		got := dryRunOf(pv, "")
-		if got.Status != tt.want || got.Allowed != (tt.want == DryRunAllowed) || (tt.err != nil && got.Message != pv.Message) {
+		if got.Status != tt.want || got.Allowed != (tt.want == planreport.DryRunAllowed) || (tt.err != nil && got.Message != pv.Message) {
 			t.Errorf("%s: %+v, want %s", tt.name, got, tt.want)
 		}
 	}
-	if got := dryRunOf(propagation.Preview{NamespaceMissing: true}, "no namespace"); got.Status != DryRunSkipped || got.Message != "no namespace" {
+	if got := dryRunOf(propagation.Preview{NamespaceMissing: true}, "no namespace"); got.Status != planreport.DryRunSkipped || got.Message != "no namespace" {
 		t.Errorf("namespace missing: %+v, want Skipped", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 )
 
@@ -13,7 +14,7 @@ import (
 type planInput struct {
 	s       *subject
 	placed  placement
-	rollout Rollout
+	rollout planreport.Rollout
 	// Inputs are the controller's sync inputs: the versions it would
 	// stamp the copies with, the CPV's entries, and whether a new
 	// kubefed.io/resync value makes it write every placed cluster.
@@ -28,7 +29,7 @@ type planInput struct {
 
 // plan plans the resource s in every cluster: placement, waves, the
 // rollout engine's decision, then each cluster's copy.
-func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
+func (p *planner) plan(ctx context.Context, s *subject) (*planreport.Report, error) {
 	joined, err := p.listClusters(ctx)
 	if err != nil {
 		return nil, err
@@ -66,27 +67,27 @@ func (p *planner) plan(ctx context.Context, s *subject) (*Report, error) {
 	for _, name := range slices.Compact(names) {
 		r.Clusters = append(r.Clusters, p.planCluster(ctx, in, name))
 	}
-	r.summarize()
+	r.Summarize()
 	return r, nil
 }
 
 // newReport is the report of s before its clusters are planned.
-func newReport(s *subject, in *planInput) *Report {
-	r := &Report{
+func newReport(s *subject, in *planInput) *planreport.Report {
+	r := &planreport.Report{
 		Kind: s.kind.Type.Federated.Kind, Namespace: s.fed.GetNamespace(), Name: s.fed.GetName(), Source: "host", New: !s.exists, Waiting: s.waiting,
-		Versions: Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
-		Placement: Placement{
+		Versions: planreport.Versions{Template: string(in.Versions.Template), Override: string(in.Versions.Override)},
+		Placement: planreport.Placement{
 			Scheduled: in.placed.decision.Failure == nil && !in.placed.deleting, Message: in.placed.message,
-			Clusters: nonNil(slices.Clone(in.placed.Names())), RuledOut: []Verdict{},
+			Clusters: nonNil(slices.Clone(in.placed.Names())), RuledOut: []planreport.Verdict{},
 		},
 		Rollout:  in.rollout,
-		Clusters: []Cluster{},
+		Clusters: []planreport.Cluster{},
 	}
 	if s.fromFile {
 		r.Source = "file"
 	}
 	for _, v := range in.placed.decision.RuledOut {
-		r.Placement.RuledOut = append(r.Placement.RuledOut, Verdict{Cluster: v.Cluster, Plugin: v.Plugin, Reasons: nonNil(v.Reasons)})
+		r.Placement.RuledOut = append(r.Placement.RuledOut, planreport.Verdict{Cluster: v.Cluster, Plugin: v.Plugin, Reasons: nonNil(v.Reasons)})
 	}
 	return r
 }

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/kindref"
@@ -39,7 +40,7 @@ type subject struct {
 
 // describe names the resource in messages: FederatedDeployment shop/web.
 func (s *subject) describe() string {
-	return s.kind.Type.Federated.Kind + " " + describeKey(s.fed.GetNamespace(), s.fed.GetName())
+	return s.kind.Type.Federated.Kind + " " + cache.NewObjectName(s.fed.GetNamespace(), s.fed.GetName()).String()
 }
 
 // subjects reads the resources to plan: the manifests of -f, or the one
@@ -131,17 +132,11 @@ func (p *planner) fromHost(ctx context.Context, s *subject, resolver *kindref.Re
 	if err != nil {
 		return err
 	}
-	key := kind.Key(ref.Name, namespace)
-	s.kind, s.fed, s.exists = kind, &unstructured.Unstructured{}, true
-	s.fed.SetGroupVersionKind(kind.Type.Federated)
-	err = p.host.Get(ctx, key, s.fed)
-	switch {
-	case apierrors.IsNotFound(err):
-		return fmt.Errorf("%s %s not found in the host", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name))
-	case err != nil:
-		return fmt.Errorf("reading %s %s: %w", kind.Type.Federated.Kind, describeKey(key.Namespace, key.Name), err)
+	fed, err := kind.Get(ctx, p.host, kind.Key(ref.Name, namespace))
+	if err != nil {
+		return err
 	}
-	s.current = s.fed
+	s.kind, s.fed, s.current, s.exists = kind, fed, fed, true
 	return nil
 }
 
@@ -154,7 +149,7 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 	case apierrors.IsNotFound(err):
 		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	case err != nil:
-		return fmt.Errorf("reading ClusterPropagatedVersion %s: %w", describeKey(key.Namespace, key.Name), err)
+		return fmt.Errorf("reading ClusterPropagatedVersion %s: %w", cache.ObjectName(key), err)
 	}
 	if earlier := propagation.EarlierOwner(s.cpv, s.fed); earlier != nil {
 		// The controller writes nothing until the garbage collector has
@@ -163,11 +158,4 @@ func (p *planner) readCPV(ctx context.Context, s *subject) error {
 		s.cpv = &typesv1beta1.ClusterPropagatedVersion{}
 	}
 	return nil
-}
-
-func describeKey(namespace, name string) string {
-	if namespace == "" {
-		return name
-	}
-	return namespace + "/" + name
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/rollout"
 )
 
@@ -15,31 +16,21 @@ const allWave = "all"
 // planWaves returns the rollout r, spec.rollout, takes the placed clusters
 // through: strategy All, or no rollout, is one wave, "all"; Waves is
 // rollout.Waves, as the rollout engine has them.
-func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (Rollout, error) {
+func planWaves(r *typesv1beta1.Rollout, placed []string, clusters []corev1beta1.FederatedCluster) (planreport.Rollout, error) {
 	if r == nil || r.Strategy != typesv1beta1.RolloutWaves {
-		return Rollout{Strategy: string(typesv1beta1.RolloutAll), Paused: r != nil && r.Paused,
-			Waves: []Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil
+		return planreport.Rollout{Strategy: string(typesv1beta1.RolloutAll), Paused: r != nil && r.Paused,
+			Waves: []planreport.Wave{{Name: allWave, Clusters: nonNil(slices.Clone(placed))}}}, nil
 	}
 	waves, err := rollout.Waves(r, placed, clusters)
 	if err != nil {
-		return Rollout{}, err
+		return planreport.Rollout{}, err
 	}
-	out := Rollout{Strategy: string(typesv1beta1.RolloutWaves), Paused: r.Paused}
+	out := planreport.Rollout{Strategy: string(typesv1beta1.RolloutWaves), Paused: r.Paused}
 	for _, w := range waves {
-		out.Waves = append(out.Waves, Wave{Name: w.Name, Clusters: nonNil(w.Clusters), Pause: w.Spec.Pause,
+		out.Waves = append(out.Waves, planreport.Wave{Name: w.Name, Clusters: nonNil(w.Clusters), Pause: w.Spec.Pause,
 			BakeSeconds: w.Spec.BakeSeconds, MaxUnavailable: w.Spec.MaxUnavailable})
 	}
 	return out, nil
-}
-
-// waveOf returns the wave cluster falls in, numbered from 1; 0 when none.
-func (r Rollout) waveOf(cluster string) (string, int) {
-	for i, w := range r.Waves {
-		if slices.Contains(w.Clusters, cluster) {
-			return w.Name, i + 1
-		}
-	}
-	return "", 0
 }
 
 func nonNil(s []string) []string {
@@ -52,7 +43,7 @@ func nonNil(s []string) []string {
 // timing says when the controller would make c's write: as the rollout
 // engine decides (engine.timing) when plan could run it, else as
 // approximateTiming guesses.
-func (in *planInput) timing(c *Cluster, newContent bool) {
+func (in *planInput) timing(c *planreport.Cluster, newContent bool) {
 	if in.engine != nil {
 		in.engine.timing(c, newContent)
 		return
@@ -67,10 +58,10 @@ func (in *planInput) timing(c *Cluster, newContent bool) {
 // when its wave starts (the first wave at once, unless it waits for an
 // approval or the rollout is paused). A deletion, or a write that only
 // heals drift or acts on kubefed.io/resync, is at once.
-func approximateTiming(in *planInput, c *Cluster, newRevision bool) {
-	c.Now = c.Action.writes()
+func approximateTiming(in *planInput, c *planreport.Cluster, newRevision bool) {
+	c.Now = c.Action.Writes()
 	r := in.rollout
-	if !c.Now || c.Action == ActionDelete || !newRevision || r.Strategy != string(typesv1beta1.RolloutWaves) ||
+	if !c.Now || c.Action == planreport.ActionDelete || !newRevision || r.Strategy != string(typesv1beta1.RolloutWaves) ||
 		in.s.cpv.ResourceVersion == "" || c.WaveNumber == 0 {
 		return
 	}

@@ -1,14 +1,12 @@
-package plan
+package planreport
 
 import (
-	"errors"
-	"fmt"
-	"strings"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/fedwarden/fedwarden/internal/propagation"
-	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
 // Report is the plan of one federated resource: what -o json prints
@@ -96,6 +94,16 @@ type Rollout struct {
 	Progress string `json:"progress"`
 }
 
+// WaveOf returns the wave cluster falls in, numbered from 1; 0 when none.
+func (r Rollout) WaveOf(cluster string) (string, int) {
+	for i, w := range r.Waves {
+		if slices.Contains(w.Clusters, cluster) {
+			return w.Name, i + 1
+		}
+	}
+	return "", 0
+}
+
 // Halt is why a rollout stopped: condition RolloutHalted's reason and
 // message.
 type Halt struct {
@@ -117,7 +125,7 @@ type Wave struct {
 }
 
 // Action is what the controller would do in a cluster: the write
-// decision's actions (propagation.Action), and two of plan's own.
+// decision's actions (propagation.Action), and two of the report's own.
 type Action string
 
 const (
@@ -132,8 +140,8 @@ const (
 	ActionUnknown Action = "Unknown"
 )
 
-// writes tells whether the action writes to the member.
-func (a Action) writes() bool { return propagation.Action(a).Writes() }
+// Writes tells whether the action writes to the member.
+func (a Action) Writes() bool { return propagation.Action(a).Writes() }
 
 // Cluster is the plan of one cluster.
 type Cluster struct {
@@ -220,11 +228,11 @@ type Summary struct {
 	Errors []string `json:"errors"`
 }
 
-// summarize fills r.Summary from its clusters.
-func (r *Report) summarize() {
+// Summarize fills r.Summary from its clusters.
+func (r *Report) Summarize() {
 	r.Summary = Summary{Changes: []string{}, Refused: []string{}, Conflicts: []string{}, Errors: []string{}}
 	for _, c := range r.Clusters {
-		if c.Action.writes() {
+		if c.Action.Writes() {
 			r.Summary.Changes = append(r.Summary.Changes, c.Name)
 		}
 		if c.DryRun != nil && c.DryRun.Status == DryRunRefused {
@@ -239,64 +247,7 @@ func (r *Report) summarize() {
 	}
 }
 
-// describe names the resource: FederatedDeployment shop/web.
-func (r *Report) describe() string {
-	return r.Kind + " " + describeKey(r.Namespace, r.Name)
+// Describe names the resource: FederatedDeployment shop/web.
+func (r *Report) Describe() string {
+	return r.Kind + " " + cache.ObjectName{Namespace: r.Namespace, Name: r.Name}.String()
 }
-
-// outcome is plan's exit: exitError when a resource could not be planned
-// in some cluster, else exitChanges when any cluster would change, its
-// member refuses, or an object conflicts; nil when nothing would change.
-func outcome(reports []*Report) error {
-	var errs, changes []string
-	for _, r := range reports {
-		e, c := r.outcome()
-		errs, changes = appendNonEmpty(errs, e), appendNonEmpty(changes, c)
-	}
-	switch {
-	case len(errs) > 0:
-		return &streams.ExitError{Code: exitError, Err: errors.New(strings.Join(errs, "; "))}
-	case len(changes) > 0:
-		return &streams.ExitError{Code: exitChanges, Err: errors.New(strings.Join(changes, "; "))}
-	}
-	return nil
-}
-
-// outcome says what could not be planned, and what would change.
-func (r *Report) outcome() (errs, changes string) {
-	s := r.Summary
-	if len(s.Errors) > 0 {
-		errs = fmt.Sprintf("%s could not be planned in %s: %s", r.describe(), clusters(len(s.Errors)), join(s.Errors))
-	}
-	var parts []string
-	if len(s.Changes) > 0 {
-		parts = append(parts, fmt.Sprintf("would change %s: %s", clusters(len(s.Changes)), join(s.Changes)))
-	}
-	if len(s.Refused) > 0 {
-		parts = append(parts, fmt.Sprintf("REFUSED by the member in %s: %s", clusters(len(s.Refused)), join(s.Refused)))
-	}
-	if len(s.Conflicts) > 0 {
-		parts = append(parts, fmt.Sprintf("conflicts with an object Fedwarden does not manage in %s: %s", clusters(len(s.Conflicts)), join(s.Conflicts)))
-	}
-	if len(parts) > 0 {
-		changes = r.describe() + " " + strings.Join(parts, "; ")
-	}
-	return errs, changes
-}
-
-func appendNonEmpty(list []string, s string) []string {
-	if s == "" {
-		return list
-	}
-	return append(list, s)
-}
-
-// clusters says "1 cluster", "2 clusters".
-func clusters(n int) string {
-	if n == 1 {
-		return "1 cluster"
-	}
-	return fmt.Sprintf("%d clusters", n)
-}
-
-func join(names []string) string { return strings.Join(names, ", ") }

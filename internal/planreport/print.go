@@ -1,4 +1,4 @@
-package plan
+package planreport
 
 import (
 	"encoding/json"
@@ -7,10 +7,11 @@ import (
 	"strings"
 )
 
-// write prints the reports in format: JSON (one report, or a list of
-// them for several resources), or a report per cluster.
-func write(w io.Writer, format string, reports []*Report) error {
-	if format == outputJSON {
+// Write prints the reports as JSON (one report, or a list of them for
+// several resources) or, when asJSON is false, as text: a report per
+// cluster.
+func Write(w io.Writer, asJSON bool, reports []*Report) error {
+	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		// Diffs and redaction markers hold < and >: keep them readable.
@@ -44,7 +45,7 @@ func printHeader(b *strings.Builder, r *Report) {
 	case r.New:
 		what = "a new resource: the host does not have it"
 	}
-	fmt.Fprintf(b, "Plan for %s (%s)\n", r.describe(), what)
+	fmt.Fprintf(b, "Plan for %s (%s)\n", r.Describe(), what)
 	if r.Waiting != "" {
 		fmt.Fprintf(b, "Waiting: %s\n", r.Waiting)
 	}
