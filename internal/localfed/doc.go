@@ -47,10 +47,15 @@
 //     filled in and Deployments get status. There is no scheduler and no
 //     kubelet: Pods are stored but never run. WithControllers changes the
 //     list; with none, no kube-controller-manager runs.
-//   - kube-apiserver ports are asked from the kernel and released before the
-//     process binds them, so another program can take one in between; Start
-//     then retries with fresh ports, and Restart retries the same port for a
-//     while. etcd avoids the race, and other local users, by listening on
+//   - kube-apiserver ports lie below the kernel's ephemeral range (on
+//     Linux), which the kernel gives programs asking for any port and
+//     outgoing connections, and each is reserved by a lock file that other
+//     programs using localfed respect; so a restarted kube-apiserver finds
+//     its port again while other beds and servers start. The port is still
+//     released before the process binds it: when a program binding that
+//     very port takes it first, Start retries with fresh ports, and Restart
+//     retries the same port for a while. Elsewhere ports are asked from the
+//     kernel. etcd avoids the race, and other local users, by listening on
 //     unix sockets in a directory only its owner can enter.
 //   - Every process runs in its own process group, so that a Ctrl-C in a
 //     terminal reaches only the program that started them, and, on Linux,

@@ -90,3 +90,31 @@ func TestStartRetriesTakenPort(t *testing.T) {
 		})
 	}
 }
+
+// A kube-apiserver's port lies below the kernel's ephemeral range, which
+// programs asking for any port, and outgoing connections, are given ports
+// from; and no other taker can reserve it, so that a restarted
+// kube-apiserver finds it again.
+func TestFreePortKeepsOutOfTheKernelsRange(t *testing.T) {
+	t.Parallel()
+	low, err := ephemeralLow()
+	if err != nil || low-lowestPort < minReserved {
+		t.Skipf("no ephemeral range to keep below (%v): freePort asks the kernel", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port < lowestPort || port >= low {
+		t.Errorf("freePort gave %d, want a port in %d-%d", port, lowestPort, low-1)
+	}
+	lock, err := reserve(port)
+	if err != nil || lock != nil {
+		t.Errorf("port %d could be reserved again (%v): another program would take it", port, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("the port freePort gave cannot be listened on: %v", err)
+	}
+	_ = l.Close()
+}
