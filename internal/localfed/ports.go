@@ -56,7 +56,7 @@ func freePort() (int, error) {
 	}
 	for range 100 {
 		port := lowestPort + rand.IntN(low-lowestPort)
-		if handedOut.ports[port] != nil {
+		if _, taken := handedOut.ports[port]; taken {
 			continue
 		}
 		lock, err := reserve(port)

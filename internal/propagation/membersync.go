@@ -160,11 +160,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 	if failed != nil {
 		return *failed
 	}
-	var replicas *int32
-	if n, ok := in.replicas[name]; ok {
-		replicas = &n
-	}
-	desired, err := a.typ.Render(in.fed, in.spec, name, replicas)
+	desired, err := a.typ.Render(in.fed, in.spec, name, replicasIn(in.replicas, name))
 	if err != nil {
 		return applyFailed(name, err, false)
 	}

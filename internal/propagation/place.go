@@ -55,10 +55,10 @@ type targets struct {
 	spread *typesv1beta1.RecordedSpread
 }
 
-// replicasOf is the scheduler's replicas for cluster; nil when it does not
-// divide them.
-func (t targets) replicasOf(cluster string) *int32 {
-	if n, ok := t.replicas[cluster]; ok {
+// replicasIn is cluster's entry of replicas, the scheduler's by cluster;
+// nil when it does not divide them there.
+func replicasIn(replicas map[string]int32, cluster string) *int32 {
+	if n, ok := replicas[cluster]; ok {
 		return &n
 	}
 	return nil
@@ -96,6 +96,10 @@ func (pl Placement) Names() []string { return pl.t.names }
 // replicas it divides.
 func (pl Placement) Replicas() map[string]int32 { return pl.t.replicas }
 
+// ReplicasOf is the scheduler's replicas for cluster; nil when it does not
+// divide them.
+func (pl Placement) ReplicasOf(cluster string) *int32 { return replicasIn(pl.t.replicas, cluster) }
+
 // Decision is the scheduler's: who ruled which cluster out, and the
 // copies kept.
 func (pl Placement) Decision() framework.Decision { return pl.t.decision }
@@ -107,11 +111,7 @@ func (pl Placement) Scheduled() (ok bool, reason, message string) { return sched
 func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
 	out := make([]typesv1beta1.PlacedCluster, 0, len(t.names))
 	for _, name := range t.names {
-		pc := typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name)}
-		if n, ok := t.replicas[name]; ok {
-			pc.Replicas = &n
-		}
-		out = append(out, pc)
+		out = append(out, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name), Replicas: replicasIn(t.replicas, name)})
 	}
 	return out
 }

@@ -144,6 +144,6 @@ func (p Previewer) agentHasCurrent(current *unstructured.Unstructured, cpv *type
 	if err != nil {
 		return false
 	}
-	now, err := p.Type.Render(current, spec, cluster, targetsOf(cpv).replicasOf(cluster))
+	now, err := p.Type.Render(current, spec, cluster, replicasIn(targetsOf(cpv).replicas, cluster))
 	return err == nil && render.ContentHash(now.Object) == render.ContentHash(desired.Object)
 }

@@ -248,7 +248,7 @@ func sameCopy(typ Type, was *syncInput, fed *unstructured.Unstructured, spec ren
 	if was == nil {
 		return false
 	}
-	replicas := t.replicasOf(cluster)
+	replicas := replicasIn(t.replicas, cluster)
 	before, err := typ.Render(was.fed, was.spec, cluster, replicas)
 	if err != nil {
 		return false

@@ -32,9 +32,7 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) p
 		return c
 	}
 	c.Placed = true
-	if n, ok := in.placed.Replicas()[name]; ok {
-		c.Replicas = &n
-	}
+	c.Replicas = in.placed.ReplicasOf(name)
 	c.Wave, c.WaveNumber = in.rollout.WaveOf(name)
 	desired, err := in.s.kind.Type.Render(in.s.fed, in.s.spec, name, c.Replicas)
 	if err != nil {
