@@ -23,6 +23,9 @@ type Change struct {
 	// Manager is the field manager that owns the changed field in the
 	// member, or "" when the field was removed (nobody owns it any more).
 	Manager string
+	// Operation is how Manager wrote it, as its managedFields entry says:
+	// Apply or Update; "" for a removed field.
+	Operation metav1.ManagedFieldsOperationType
 }
 
 // Detect returns the fields of desired that live, the member's copy,
@@ -68,9 +71,9 @@ const statusSubresource = "status"
 // compareOwned adds to changes each leaf field entry's manager owns whose
 // value in live differs from desired's.
 func compareOwned(desired, live map[string]any, entry metav1.ManagedFieldsEntry, changes map[string]Change) error {
-	set := &fieldpath.Set{}
-	if err := set.FromJSON(entry.FieldsV1.GetRawReader()); err != nil {
-		return fmt.Errorf("reading the managed fields of %s: %w", entry.Manager, err)
+	set, err := fieldsOf(entry)
+	if err != nil {
+		return err
 	}
 	set.Leaves().Iterate(func(p fieldpath.Path) {
 		want, _, found := resolve(desired, p)
@@ -82,7 +85,7 @@ func compareOwned(desired, live map[string]any, entry metav1.ManagedFieldsEntry,
 			return
 		}
 		if _, seen := changes[pointer]; !seen {
-			changes[pointer] = Change{Path: pointer, Manager: entry.Manager}
+			changes[pointer] = Change{Path: pointer, Manager: entry.Manager, Operation: entry.Operation}
 		}
 	})
 	return nil
@@ -105,33 +108,40 @@ func resolve(obj any, p fieldpath.Path) (any, string, bool) {
 	return cur, pointer.String(), true
 }
 
-// step follows one path element.
+// step follows one path element: the value there, and its JSON pointer
+// token.
 func step(cur any, pe fieldpath.PathElement) (any, string, bool) {
-	switch {
-	case pe.FieldName != nil:
+	if pe.FieldName != nil {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, "", false
 		}
 		v, ok := m[*pe.FieldName]
 		return v, *pe.FieldName, ok
-	case pe.Index != nil:
-		l, ok := cur.([]any)
-		if !ok || *pe.Index < 0 || *pe.Index >= len(l) {
-			return nil, "", false
-		}
-		return l[*pe.Index], strconv.Itoa(*pe.Index), true
 	}
-	l, ok := cur.([]any)
-	if !ok {
+	l, _ := cur.([]any)
+	i := index(l, pe)
+	if i < 0 {
 		return nil, "", false
+	}
+	return l[i], strconv.Itoa(i), true
+}
+
+// index is the position in l of the item pe selects, by its index, its key
+// or its value; -1 when there is none.
+func index(l []any, pe fieldpath.PathElement) int {
+	if pe.Index != nil {
+		if *pe.Index < 0 || *pe.Index >= len(l) {
+			return -1
+		}
+		return *pe.Index
 	}
 	for i, item := range l {
 		if matches(item, pe) {
-			return item, strconv.Itoa(i), true
+			return i
 		}
 	}
-	return nil, "", false
+	return -1
 }
 
 // matches tells whether a list item is the one a key or value element

@@ -59,7 +59,9 @@ status: {replicas: 3}
 `
 
 const (
-	ownedByFedwarden   = `{"f:metadata":{"f:labels":{"f:app":{},"f:kubefed.io/managed":{}}},"f:spec":{"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`
+	// ownedByFedwarden is what the API server records for Fedwarden's
+	// apply of desiredYAML.
+	ownedByFedwarden   = `{"f:metadata":{"f:labels":{"f:app":{},"f:kubefed.io/managed":{}}},"f:spec":{"f:replicas":{},"f:selector":{},"f:template":{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:hostNetwork":{},"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:image":{},"f:name":{},"f:resources":{"f:requests":{"f:cpu":{}}}}}}}}}`
 	revisionByKCM      = `{"f:metadata":{"f:annotations":{"f:deployment.kubernetes.io/revision":{}}}}`
 	imageByKubectlEdit = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:image":{}}}}}}}`
 	replicasByHPA      = `{"f:spec":{"f:replicas":{}}}`
@@ -78,6 +80,9 @@ func object(t *testing.T, s string, managers ...metav1.ManagedFieldsEntry) *unst
 func entry(manager, subresource, fields string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: subresource, FieldsV1: metav1.NewFieldsV1(fields)}
 }
+
+// update is the operation of the managedFields entries that entry makes.
+const update = metav1.ManagedFieldsOperationUpdate
 
 // scaleTo sets the member copy's replicas, as a write through the scale
 // subresource or by any other manager would.
@@ -110,7 +115,14 @@ func TestDetect(t *testing.T) {
 			name:     "image edited by hand",
 			edit:     editImage,
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-edit", "", imageByKubectlEdit)},
-			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit"}},
+			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit", Operation: update}},
+		},
+		{
+			name: "image applied by another manager: its operation is told",
+			edit: editImage,
+			managers: []metav1.ManagedFieldsEntry{fedwarden, {Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply,
+				FieldsV1: metav1.NewFieldsV1(imageByKubectlEdit)}},
+			want: []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "argocd-controller", Operation: metav1.ManagedFieldsOperationApply}},
 		},
 		{
 			name:     "another manager owns a field with the same value: in sync",
@@ -120,19 +132,19 @@ func TestDetect(t *testing.T) {
 			name:     "scaled by another manager",
 			edit:     scaleTo(5),
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("hpa", "", replicasByHPA)},
-			want:     []Change{{Path: "/spec/replicas", Manager: "hpa"}},
+			want:     []Change{{Path: "/spec/replicas", Manager: "hpa", Operation: update}},
 		},
 		{
 			name:     "scaled through the scale subresource: drift",
 			edit:     scaleTo(1),
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kubectl-scale", "scale", replicasByHPA)},
-			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl-scale"}},
+			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl-scale", Operation: update}},
 		},
 		{
 			name:     "written through another subresource than status: drift",
 			edit:     editImage,
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("resizer", "resize", imageByKubectlEdit)},
-			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "resizer"}},
+			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "resizer", Operation: update}},
 		},
 		{
 			name:     "written through the status subresource: never drift",
@@ -150,14 +162,14 @@ func TestDetect(t *testing.T) {
 			edit:     func(u *unstructured.Unstructured) { scaleTo(7)(u); editImage(u) },
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "scale", replicasByHPA), entry("kubectl-edit", "", imageByKubectlEdit)},
 			policy:   hpa,
-			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit"}},
+			want:     []Change{{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl-edit", Operation: update}},
 		},
 		{
 			name:     "a field an ignored manager shares with another is compared for that one",
 			edit:     scaleTo(7),
 			managers: []metav1.ManagedFieldsEntry{fedwarden, entry("kube-controller-manager", "", replicasByHPA), entry("kubectl", "", replicasByHPA)},
 			policy:   hpa,
-			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl"}},
+			want:     []Change{{Path: "/spec/replicas", Manager: "kubectl", Operation: update}},
 		},
 		{
 			name: "a removed field is not an ignored manager's",
@@ -196,6 +208,11 @@ func TestDetect(t *testing.T) {
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Detect = %+v, want %+v", got, tt.want)
+			}
+			// A member informer caches the copy's owned fields only: Detect
+			// finds the same in them.
+			if fromCache, err := tt.policy.Detect(object(t, desiredYAML), cached(t, live), "fedwarden"); err != nil || !slices.Equal(fromCache, got) {
+				t.Errorf("Detect on the cached projection = %+v, %v; want %+v", fromCache, err, got)
 			}
 			if tt.policy.IgnorePaths == nil && tt.policy.IgnoreManagers == nil {
 				if plain, err := Detect(object(t, desiredYAML), live, "fedwarden"); err != nil || !slices.Equal(plain, got) {

@@ -127,3 +127,24 @@ func Paths(changes []Change) (paths, managers []string) {
 	}
 	return paths, managers
 }
+
+// Operations returns, for each field manager of changes and each operation
+// it wrote them with, the paths it changed, in the order of changes; a
+// removed field, which nobody owns, is in none.
+func Operations(changes []Change) []typesv1beta1.ManagerOperation {
+	var out []typesv1beta1.ManagerOperation
+	for _, c := range changes {
+		if c.Manager == "" {
+			continue
+		}
+		i := slices.IndexFunc(out, func(o typesv1beta1.ManagerOperation) bool {
+			return o.Manager == c.Manager && o.Operation == c.Operation
+		})
+		if i < 0 {
+			out = append(out, typesv1beta1.ManagerOperation{Manager: c.Manager, Operation: c.Operation})
+			i = len(out) - 1
+		}
+		out[i].Paths = append(out[i].Paths, c.Path)
+	}
+	return out
+}

@@ -2,9 +2,11 @@ package drift
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -109,5 +111,31 @@ func TestDetectBound(t *testing.T) {
 	}
 	if all, _ := Detect(desired, live, "fedwarden"); len(all) != MaxPaths {
 		t.Errorf("Detect without a policy found %d changes, want the bound %d", len(all), MaxPaths)
+	}
+}
+
+// TestOperations checks that each manager and operation is listed once, in
+// the order of the changes, with the paths it changed, and that a removed
+// field is nobody's.
+func TestOperations(t *testing.T) {
+	t.Parallel()
+	apply := metav1.ManagedFieldsOperationApply
+	changes := []Change{
+		{Path: "/metadata/labels/app"},
+		{Path: "/spec/replicas", Manager: "kubectl", Operation: update},
+		{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl", Operation: apply},
+		{Path: "/spec/template/spec/containers/0/name", Manager: "kubectl", Operation: update},
+		{Path: "/spec/paused", Manager: "kube-controller-manager", Operation: update},
+	}
+	want := []typesv1beta1.ManagerOperation{
+		{Manager: "kubectl", Operation: update, Paths: []string{"/spec/replicas", "/spec/template/spec/containers/0/name"}},
+		{Manager: "kubectl", Operation: apply, Paths: []string{"/spec/template/spec/containers/0/image"}},
+		{Manager: "kube-controller-manager", Operation: update, Paths: []string{"/spec/paused"}},
+	}
+	if got := Operations(changes); !reflect.DeepEqual(got, want) {
+		t.Errorf("Operations = %+v, want %+v", got, want)
+	}
+	if got := Operations([]Change{{Path: "/metadata/labels/app"}}); got != nil {
+		t.Errorf("Operations of a removed field = %+v, want none", got)
 	}
 }

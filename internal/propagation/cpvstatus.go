@@ -92,6 +92,7 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 		var managers []string
 		cv.ChangedPaths, managers = drift.Paths(res.changes)
 		cv.ChangedBy = bounded10(managers)
+		cv.ChangedByOperations = bounded10(drift.Operations(res.changes))
 	}
 	if res.health != nil {
 		cv.Health, cv.HealthReason, cv.HealthMessage = res.health.Health, bounded(res.health.Reason, 64), bounded(res.health.Message, 256)

@@ -45,7 +45,7 @@ func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.
 	}
 	ep := typesv1beta1.DriftEpisode{
 		Start: now, End: now,
-		State: prev.State, ChangedPaths: prev.ChangedPaths, ChangedBy: prev.ChangedBy,
+		State: prev.State, ChangedPaths: prev.ChangedPaths, ChangedBy: prev.ChangedBy, ChangedByOperations: prev.ChangedByOperations,
 		Before: typesv1beta1.EpisodeVersions{TemplateVersion: prev.TemplateVersion, OverrideVersion: prev.OverrideVersion},
 		After:  typesv1beta1.EpisodeVersions{TemplateVersion: v.Template, OverrideVersion: v.Override},
 	}
@@ -59,6 +59,7 @@ func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.
 		ep.State = res.healed.state
 		if paths, managers := drift.Paths(res.healed.changes); len(paths) > 0 {
 			ep.ChangedPaths, ep.ChangedBy = paths, bounded10(managers)
+			ep.ChangedByOperations = bounded10(drift.Operations(res.healed.changes))
 		}
 	}
 	ep.ResolvedBy, ep.Resync = resolution(prev, ep, res, resync)
@@ -173,9 +174,11 @@ func withUnsent(history, unsent []typesv1beta1.DriftEpisode) []typesv1beta1.Drif
 	return history
 }
 
-func bounded10(managers []string) []string {
-	if len(managers) > 10 {
-		return managers[:10]
+// bounded10 keeps the first 10 of s, as the CRD bounds changedBy and
+// changedByOperations.
+func bounded10[T any](s []T) []T {
+	if len(s) > 10 {
+		return s[:10]
 	}
-	return managers
+	return s
 }

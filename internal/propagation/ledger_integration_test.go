@@ -3,6 +3,7 @@ package propagation_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/fedwarden/fedwarden/test/poll"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -55,6 +57,10 @@ func TestAHealWhoseStatusWriteFailsStaysInTheLedger(t *testing.T) {
 	if ep.State != typesv1beta1.ModifiedOutOfBand || ep.ResolvedBy != typesv1beta1.ResolvedByEnforce ||
 		!slices.Contains(ep.ChangedPaths, imagePath) || !slices.Contains(ep.ChangedBy, "kubectl-edit") {
 		t.Errorf("the episode %+v; want ModifiedOutOfBand of %s by kubectl-edit, resolved by Enforce", ep, imagePath)
+	}
+	if want := (typesv1beta1.ManagerOperation{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate, Paths: []string{imagePath}}); !slices.ContainsFunc(ep.ChangedByOperations,
+		func(o typesv1beta1.ManagerOperation) bool { return reflect.DeepEqual(o, want) }) {
+		t.Errorf("the episode's changedByOperations %+v; want %+v, from the copy's managedFields", ep.ChangedByOperations, want)
 	}
 	if cv := entry(mustCPV(t, tb, ns, "web"), member2); len(cv.DriftHistory) != 0 {
 		t.Errorf("%s, not edited, has episodes: %+v", member2, cv.DriftHistory)

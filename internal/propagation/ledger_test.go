@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -82,6 +83,42 @@ func TestEndedEpisode(t *testing.T) {
 		if ep, ended := endedEpisode(c.prev, c.res, v, "", now); ended {
 			t.Errorf("%s: ended episode %+v", name, ep)
 		}
+	}
+}
+
+// Who changed what, and how: the entry of a drift left as it is records
+// each manager's operation and paths, and its episode keeps them when it
+// ends; a drift healed in the sync that found it records them from what
+// that sync found.
+func TestEpisodeOperations(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC))
+	v := render.Versions{Template: "1", Override: "1"}
+	update, apply := metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
+	changes := []drift.Change{
+		{Path: "/metadata/labels/app"},
+		{Path: "/spec/replicas", Manager: "kube-controller-manager", Operation: update},
+		{Path: "/spec/template/spec/containers/0/image", Manager: "kubectl", Operation: apply},
+	}
+	want := []typesv1beta1.ManagerOperation{
+		{Manager: "kube-controller-manager", Operation: update, Paths: []string{"/spec/replicas"}},
+		{Manager: "kubectl", Operation: apply, Paths: []string{"/spec/template/spec/containers/0/image"}},
+	}
+	alert := drift.Policy{Remediation: typesv1beta1.RemediationAlert}
+	left := clusterVersion(typesv1beta1.ClusterVersion{ClusterName: "a", State: typesv1beta1.InSync},
+		reported("a", Decision{State: typesv1beta1.ModifiedOutOfBand, Changes: changes}, memberCopy("7", 2, "1", "1"), alert), v, "", t0)
+	if !reflect.DeepEqual(left.ChangedByOperations, want) || !slices.Equal(left.ChangedBy, []string{"kube-controller-manager", "kubectl"}) {
+		t.Errorf("the entry of a drift left as it is: changedBy %v, changedByOperations %+v; want %+v", left.ChangedBy, left.ChangedByOperations, want)
+	}
+	back := clusterVersion(left, inSync("a", memberCopy("8", 2, "1", "1")), v, "", metav1.NewTime(t0.Add(time.Minute)))
+	if n := len(back.DriftHistory); n != 1 || !reflect.DeepEqual(back.DriftHistory[0].ChangedByOperations, want) || back.ChangedByOperations != nil {
+		t.Errorf("back in sync: entry's changedByOperations %+v, ledger %+v; want the episode to keep %+v", back.ChangedByOperations, back.DriftHistory, want)
+	}
+	healed := inSync("a", memberCopy("9", 2, "1", "1"))
+	healed.written = true
+	healed.healed = finding{state: typesv1beta1.ModifiedOutOfBand, changes: changes}
+	ep, ended := endedEpisode(typesv1beta1.ClusterVersion{ClusterName: "a", State: typesv1beta1.InSync}, healed, v, "", t0)
+	if !ended || !reflect.DeepEqual(ep.ChangedByOperations, want) {
+		t.Errorf("a drift healed in the sync that found it: episode %+v; want changedByOperations %+v", ep, want)
 	}
 }
 

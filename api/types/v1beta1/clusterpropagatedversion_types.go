@@ -257,6 +257,12 @@ type ClusterVersion struct {
 	// +optional
 	ChangedBy []string `json:"changedBy,omitempty"`
 
+	// ChangedByOperations says, of each field manager of changedBy, how
+	// it wrote (Apply or Update) and which of changedPaths it changed.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	ChangedByOperations []ManagerOperation `json:"changedByOperations,omitempty"`
+
 	// DriftedSince is when the member left InSync.
 	// +optional
 	DriftedSince *metav1.Time `json:"driftedSince,omitempty"`
@@ -355,6 +361,12 @@ type DriftEpisode struct {
 	// +optional
 	ChangedBy []string `json:"changedBy,omitempty"`
 
+	// ChangedByOperations says, of each field manager of changedBy, how
+	// it wrote (Apply or Update) and which of changedPaths it changed.
+	// +kubebuilder:validation:MaxItems=10
+	// +optional
+	ChangedByOperations []ManagerOperation `json:"changedByOperations,omitempty"`
+
 	// Before are the versions the copy carried while it was out of InSync.
 	// +optional
 	Before EpisodeVersions `json:"before,omitempty"`
@@ -371,6 +383,31 @@ type DriftEpisode struct {
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Resync string `json:"resync,omitempty"`
+}
+
+// ManagerOperation is one writer of fields changed out of band in a
+// member's copy: a field manager and the operation its entry of the copy's
+// metadata.managedFields records, with the fields it changed. A manager
+// that both applied and updated changed fields is listed once for each.
+// It extends changedBy, which names the managers alone and is kept as it
+// was, so that readers of changedBy need no change.
+type ManagerOperation struct {
+	// Manager is the field manager, as changedBy names it.
+	// +kubebuilder:validation:MaxLength=256
+	Manager string `json:"manager"`
+
+	// Operation is how the manager wrote: Apply (server-side apply) or
+	// Update (any other write: kubectl edit, kubectl scale, a
+	// controller's update or patch).
+	// +kubebuilder:validation:Enum=Apply;Update
+	Operation metav1.ManagedFieldsOperationType `json:"operation"`
+
+	// Paths are the JSON pointers of the fields it changed, among
+	// changedPaths.
+	// +kubebuilder:validation:MaxItems=20
+	// +kubebuilder:validation:items:MaxLength=1024
+	// +optional
+	Paths []string `json:"paths,omitempty"`
 }
 
 // EpisodeVersions are a copy's template and override versions.

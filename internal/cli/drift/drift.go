@@ -53,7 +53,9 @@ copy came back by itself). -o wide adds who changed it and the versions before
 and after.
 
 The list reads only the host: 'fedwarden diff KIND/NAME' compares the copies
-in the members themselves, 'fedwarden resync KIND/NAME' writes them again.
+in the members themselves, 'fedwarden resync KIND/NAME' writes them again,
+and 'fedwarden drift suggest' proposes the ignoreManagers and ignorePaths
+entries that would silence what keeps drifting.
 ClusterPropagatedVersions of cluster-scoped federated resources live in the
 control-plane namespace (kube-federation-system).
 
@@ -69,7 +71,10 @@ const example = `  # Drift in the namespace of the current context
   fedwarden drift -A --history -o wide
 
   # For a script
-  fedwarden drift -A -o json`
+  fedwarden drift -A -o json
+
+  # What keeps drifting, and the drift policy entries that would silence it
+  fedwarden drift suggest -A`
 
 // NewCommand returns `fedwarden drift`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -91,6 +96,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a table, wide, json or yaml")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request to the host may take")
 	f.BoolVar(&o.history, "history", false, "list the drift episodes that have ended, from the drift ledger, instead of the current drift")
+	cmd.AddCommand(newSuggestCommand(s))
 	return cmd
 }
 
@@ -112,11 +118,9 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
-	namespace := ""
-	if !o.allNamespaces {
-		if namespace, err = kubeconfig.Namespace(o.namespace, o.host); err != nil {
-			return streams.UsageError(err)
-		}
+	namespace, err := scope(o.allNamespaces, o.namespace, o.host)
+	if err != nil {
+		return err
 	}
 	c, err := host.Client(o.timeout)
 	if err != nil {
@@ -169,4 +173,18 @@ func list(ctx context.Context, c client.Reader, namespace string) ([]typesv1beta
 		ftcs.Items = nil
 	}
 	return cpvs.Items, federatedtype.ClusterScoped(ftcs.Items), nil
+}
+
+// scope is the namespace a listing reads: "" with -A (all of them),
+// otherwise -n or the kubeconfig's. An unusable kubeconfig is a usage
+// error.
+func scope(all bool, namespace string, src kubeconfig.Source) (string, error) {
+	if all {
+		return "", nil
+	}
+	ns, err := kubeconfig.Namespace(namespace, src)
+	if err != nil {
+		return "", streams.UsageError(err)
+	}
+	return ns, nil
 }

@@ -25,6 +25,8 @@ type Episode struct {
 	Name      string `json:"name"`
 	Cluster   string `json:"cluster"`
 	typesv1beta1.DriftEpisode
+	// apiVersion of the federated resource, which drift suggest reads.
+	apiVersion string
 }
 
 func (e Episode) resource() string {
@@ -42,7 +44,8 @@ func episodes(cpvs []typesv1beta1.ClusterPropagatedVersion, cluster federatedtyp
 		}
 		for _, cv := range cpv.Status.ClusterVersions {
 			for _, ep := range cv.DriftHistory {
-				out = append(out, Episode{Namespace: namespace, Kind: cpv.Spec.TemplateKind, Name: cpv.Spec.Template, Cluster: string(cv.ClusterName), DriftEpisode: ep})
+				out = append(out, Episode{Namespace: namespace, Kind: cpv.Spec.TemplateKind, Name: cpv.Spec.Template, Cluster: string(cv.ClusterName), DriftEpisode: ep,
+					apiVersion: cpv.Spec.TemplateAPIVersion})
 			}
 		}
 	}
@@ -70,7 +73,7 @@ func printEpisodes(w io.Writer, format string, episodes []Episode, allNamespaces
 	for _, e := range episodes {
 		row := []string{e.resource(), e.Cluster, string(e.State), duration.HumanDuration(now.Sub(e.End.Time)) + " ago", lasted(e.Start, e.End), string(e.ResolvedBy), paths(e.ChangedPaths)}
 		if wide {
-			row = append(row, orNone(strings.Join(e.ChangedBy, ",")), versions(e.Before)+"→"+versions(e.After), orNone(e.Resync))
+			row = append(row, orNone(changedBy(e.ChangedBy, e.ChangedByOperations)), versions(e.Before)+"→"+versions(e.After), orNone(e.Resync))
 		}
 		if allNamespaces {
 			row = append([]string{orNone(e.Namespace)}, row...)
@@ -78,6 +81,33 @@ func printEpisodes(w io.Writer, format string, episodes []Episode, allNamespaces
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	return tw.Flush()
+}
+
+// changedBy names the managers, each with the operations it wrote with
+// when the ledger records them: kubectl-edit (Update),kubectl (Apply/Update).
+// An episode recorded before operations were has the names alone.
+func changedBy(managers []string, ops []typesv1beta1.ManagerOperation) string {
+	out := make([]string, 0, len(managers))
+	for _, m := range managers {
+		out = append(out, withOperations(m, ops))
+	}
+	return strings.Join(out, ",")
+}
+
+// withOperations is manager and the operations ops record for it:
+// kubectl-edit (Update); the name alone when they record none.
+func withOperations(manager string, ops []typesv1beta1.ManagerOperation) string {
+	var seen []string
+	for _, o := range ops {
+		if o.Manager == manager && !slices.Contains(seen, string(o.Operation)) {
+			seen = append(seen, string(o.Operation))
+		}
+	}
+	if len(seen) == 0 {
+		return manager
+	}
+	slices.Sort(seen)
+	return manager + " (" + strings.Join(seen, "/") + ")"
 }
 
 // lasted is an episode's length; under a second shows as 0s.

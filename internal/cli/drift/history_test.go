@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/federatedtype"
 )
@@ -62,5 +64,39 @@ func TestHistory(t *testing.T) {
 	var items []map[string]any
 	if err := json.Unmarshal(out.Bytes(), &items); err != nil || len(items) != 1 || items[0]["resync"] != "kyverno-2026-03-01" || items[0]["cluster"] != "beijing" || items[0]["resolvedBy"] != "Resync" {
 		t.Errorf("-o json = %s (%v)", out.String(), err)
+	}
+}
+
+// -o wide names each manager with the operations the ledger records for it;
+// an episode recorded before operations were shows the names alone.
+func TestHistoryOperations(t *testing.T) {
+	update, apply := metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
+	tests := []struct {
+		name     string
+		managers []string
+		ops      []typesv1beta1.ManagerOperation
+		want     string
+	}{
+		{"no operations recorded", []string{"kubectl-edit"}, nil, "kubectl-edit"},
+		{"one each", []string{"kube-controller-manager", "kubectl-edit"}, []typesv1beta1.ManagerOperation{
+			{Manager: "kube-controller-manager", Operation: update, Paths: []string{"/spec/replicas"}},
+			{Manager: "kubectl-edit", Operation: update, Paths: []string{"/spec/paused"}},
+		}, "kube-controller-manager (Update),kubectl-edit (Update)"},
+		{"a manager that applied and updated", []string{"kubectl"}, []typesv1beta1.ManagerOperation{
+			{Manager: "kubectl", Operation: update, Paths: []string{"/spec/replicas"}},
+			{Manager: "kubectl", Operation: apply, Paths: []string{"/spec/paused"}},
+		}, "kubectl (Apply/Update)"},
+	}
+	for _, tt := range tests {
+		ep := typesv1beta1.DriftEpisode{Start: *ago(time.Hour), End: *ago(time.Hour), State: typesv1beta1.ModifiedOutOfBand, ChangedPaths: []string{"/spec/replicas"},
+			ChangedBy: tt.managers, ChangedByOperations: tt.ops, ResolvedBy: typesv1beta1.ResolvedByEnforce}
+		var out bytes.Buffer
+		if err := printEpisodes(&out, formatWide, []Episode{{Namespace: "shop", Kind: "FederatedDeployment", Name: "web", Cluster: "a", DriftEpisode: ep}}, false, now); err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		if cells := columns.Split(lines[len(lines)-1], -1); len(cells) != 10 || cells[7] != tt.want {
+			t.Errorf("%s: line %q; want CHANGED BY %q", tt.name, lines[len(lines)-1], tt.want)
+		}
 	}
 }
