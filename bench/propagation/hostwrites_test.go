@@ -144,10 +144,7 @@ func BenchmarkHostWrites(b *testing.B) {
 	bd := startBed(b)
 	ctx := context.Background()
 	host := fedtest.MustKube(b, fedtest.Unthrottled(bd.fed.Host.Config))
-	names := []string{}
-	for _, m := range bd.fed.Members {
-		names = append(names, m.Name)
-	}
+	names := bd.clusterNames()
 	for i := range b.N {
 		before, err := settledWrites(ctx, host, 5*time.Second, time.Minute)
 		if err != nil {

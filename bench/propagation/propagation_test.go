@@ -54,6 +54,15 @@ func startBed(b *testing.B) *bed {
 	return bd
 }
 
+// clusterNames are the names of the bed's members.
+func (bd *bed) clusterNames() []string {
+	names := make([]string, 0, len(bd.fed.Members))
+	for _, m := range bd.fed.Members {
+		names = append(names, m.Name)
+	}
+	return names
+}
+
 // startControllerManager starts a controller-manager again; the bed stops
 // it when the benchmark ends.
 func (bd *bed) startControllerManager(b *testing.B) {
@@ -84,10 +93,7 @@ func BenchmarkCreateLatency(b *testing.B) {
 	n := fedtest.BenchN(b, 200, 10)
 	bd := startBed(b)
 	ctx := context.Background()
-	names := []string{}
-	for _, m := range bd.fed.Members {
-		names = append(names, m.Name)
-	}
+	names := bd.clusterNames()
 	for range b.N {
 		writesBefore := bd.memberWrites(b)
 		direct := make([]time.Duration, 0, n)
@@ -150,10 +156,7 @@ func BenchmarkColdSync(b *testing.B) {
 	n := fedtest.BenchN(b, 1000, 30)
 	bd := startBed(b)
 	ctx := context.Background()
-	names := []string{}
-	for _, m := range bd.fed.Members {
-		names = append(names, m.Name)
-	}
+	names := bd.clusterNames()
 	for range b.N {
 		a, stop := watchArrivals(b, bd.members, n*len(bd.members))
 		start := time.Now()

@@ -41,6 +41,10 @@ type Member struct {
 	// Managed is like Informers, but sees only the objects Fedwarden
 	// manages (label kubefed.io/managed=true).
 	Managed dynamicinformer.DynamicSharedInformerFactory
+	// Breaker is in front of every request of these clients, and of those
+	// built from Config: it fails them at once while the member does not
+	// answer.
+	Breaker *Breaker
 
 	key    string
 	ctx    context.Context
@@ -64,6 +68,9 @@ type Options struct {
 	Networks egress.Networks
 	// Log receives the refusals of connections outside Networks.
 	Log logr.Logger
+	// Breaker tunes each member's breaker; the zero value means
+	// DefaultBreakerOptions.
+	Breaker BreakerOptions
 }
 
 // Cache holds the clients of every connected member. It is safe for
@@ -72,6 +79,26 @@ type Cache struct {
 	opts    Options
 	mu      sync.RWMutex
 	members map[string]*Member
+	onTrip  func(cluster string)
+}
+
+// OnNotAnswering registers f, called with a member's name each time its
+// breaker finds it not answering (the cluster's health controller probes
+// it then). Register it before members are built.
+func (c *Cache) OnNotAnswering(f func(cluster string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onTrip = f
+}
+
+// tripped calls the registered handler, if any.
+func (c *Cache) tripped(cluster string) {
+	c.mu.RLock()
+	f := c.onTrip
+	c.mu.RUnlock()
+	if f != nil {
+		f(cluster)
+	}
 }
 
 // New returns an empty cache.
@@ -143,7 +170,7 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 		UserAgent:       c.opts.UserAgent,
 		Dial:            egress.NewDialer(c.opts.Networks, name, c.opts.Log).DialContext,
 	}
-	m, err := newMember(name, cfg, c.opts.ResyncPeriod)
+	m, err := newMember(name, cfg, c.opts.ResyncPeriod, newBreaker(name, c.breakerOptions(), c.tripped))
 	if err != nil {
 		return nil, err
 	}
@@ -151,11 +178,19 @@ func (c *Cache) build(name string, conn Connection, key string) (*Member, error)
 	return m, nil
 }
 
+// breakerOptions are the options of each member's breaker.
+func (c *Cache) breakerOptions() BreakerOptions {
+	if c.opts.Breaker == (BreakerOptions{}) {
+		return DefaultBreakerOptions()
+	}
+	return c.opts.Breaker
+}
+
 // NewMember returns the clients of the cluster name from cfg, outside any
 // cache: a Pull cluster's agent uses it for its own cluster. Its Context
 // ends when ctx does.
 func NewMember(ctx context.Context, name string, cfg *rest.Config) (*Member, error) {
-	m, err := newMember(name, cfg, 0)
+	m, err := newMember(name, cfg, 0, newBreaker(name, DefaultBreakerOptions(), nil))
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +203,11 @@ func NewMember(ctx context.Context, name string, cfg *rest.Config) (*Member, err
 
 // newMember builds the member's clients over one HTTP client, so that they
 // share connections (client-go does not share transports of configs with a
-// Dial function by itself).
-func newMember(name string, cfg *rest.Config, resync time.Duration) (*Member, error) {
+// Dial function by itself), all behind breaker.
+func newMember(name string, cfg *rest.Config, resync time.Duration, breaker *Breaker) (*Member, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandlerWithContext = scrub.WarningLogger{} // a warning on a Secret may quote its values
+	cfg.Wrap(breaker.wrap)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building clients of cluster %s: %w", name, err)
@@ -194,7 +230,8 @@ func newMember(name string, cfg *rest.Config, resync time.Duration) (*Member, er
 		Managed: dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, metav1.NamespaceAll, func(o *metav1.ListOptions) {
 			o.LabelSelector = typesv1beta1.LabelManaged + "=true"
 		}),
-		ctx:    ctx,
-		cancel: cancel,
+		Breaker: breaker,
+		ctx:     ctx,
+		cancel:  cancel,
 	}, nil
 }

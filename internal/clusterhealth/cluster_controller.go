@@ -17,10 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
@@ -41,6 +43,9 @@ type Options struct {
 	Thresholds Thresholds
 	// Workers is how many clusters are probed at once.
 	Workers int
+	// Identity names this controller-manager replica in the status.servedBy
+	// of the Push clusters it serves.
+	Identity string
 }
 
 // Validate reports options that cannot work.
@@ -54,6 +59,9 @@ func (o Options) Validate() error {
 	}
 	if o.Thresholds.Failure < 1 || o.Thresholds.Success < 1 {
 		errs = append(errs, fmt.Errorf("the failure and success thresholds must be at least 1, got %d and %d", o.Thresholds.Failure, o.Thresholds.Success))
+	}
+	if o.Identity == "" {
+		errs = append(errs, errors.New("the replica's name must not be empty"))
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("workers must be at least 1, got %d", o.Workers))
@@ -100,11 +108,21 @@ func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.Even
 // (spec and labels, not its own status writes), the credential Secrets and
 // the agents' Leases of the control-plane namespace.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	// A member whose breaker finds it not answering is probed at once, so
+	// that it is reported Offline in seconds, not after the thresholds.
+	stalls := make(chan event.TypedGenericEvent[*corev1beta1.FederatedCluster], 64)
+	r.cache.OnNotAnswering(func(cluster string) {
+		select {
+		case stalls <- event.TypedGenericEvent[*corev1beta1.FederatedCluster]{Object: &corev1beta1.FederatedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}:
+		default: // full: the periodic probe comes soon enough
+		}
+	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1beta1.FederatedCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.clusterForLease)).
+		WatchesRawSource(source.Channel(stalls, &handler.TypedEnqueueRequestForObject[*corev1beta1.FederatedCluster]{})).
 		// A panic in a reconcile is an error: logged once, retried with
 		// backoff and counted (controller_runtime_reconcile_panics_total).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RecoverPanic: new(true)}).
@@ -189,7 +207,9 @@ func (r *Reconciler) observe(ctx context.Context, fc *corev1beta1.FederatedClust
 	if wait := r.untilDue(fc.Name, member); wait > 0 {
 		return observation{}, wait, nil
 	}
-	return r.probe(ctx, fc.Name, member), 0, nil
+	obs := r.probe(ctx, fc.Name, member)
+	obs.servedBy = r.opts.Identity
+	return obs, 0, nil
 }
 
 // nextVisit is when to look at a cluster again: after the probe period,
@@ -212,8 +232,8 @@ func (r *Reconciler) untilDue(name string, member *clustercache.Member) time.Dur
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.history[name]
-	if h == nil || h.member != member {
-		return 0
+	if h == nil || h.member != member || (h.ready && member.Breaker.Open() != nil) {
+		return 0 // not probed with these clients, or it stopped answering
 	}
 	// A little slack, so that a requeue that fires a hair early still probes.
 	const slack = 50 * time.Millisecond
@@ -228,7 +248,11 @@ func (r *Reconciler) probe(ctx context.Context, name string, member *clustercach
 	pctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
 	start := r.now()
-	res := probe(pctx, member.Kube.Discovery().RESTClient(), member.Config.Host)
+	res := probe(clustercache.Probing(pctx), member.Kube.Discovery().RESTClient(), member.Config.Host)
+	// The member's breaker saw requests wait for seconds with no answer,
+	// and the probe got none either: that is Offline now, with no need for
+	// more probes to agree.
+	res.decisive = res.outcome == probeUnreachable && member.Breaker.Open() != nil
 	probeDuration.WithLabelValues(name, outcomeNames[res.outcome]).Observe(r.now().Sub(start).Seconds())
 
 	r.mu.Lock()

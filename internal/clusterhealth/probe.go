@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 
+	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/egress"
 )
 
@@ -48,6 +49,8 @@ type probeResult struct {
 	// clusterID is the member's kube-system namespace UID, when the probe
 	// succeeded and the identity may read that namespace.
 	clusterID string
+	// decisive: the result is taken at once, without thresholds.
+	decisive bool
 }
 
 // maxBodyInMessage bounds how much of a failing probe's body a condition shows.
@@ -125,6 +128,8 @@ func transportFailure(err error, endpoint string) probeResult {
 		dnsErr           *net.DNSError
 	)
 	switch {
+	case errors.Is(err, clustercache.ErrNotAnswering):
+		return unreachable(endpoint, "requests to it wait with no answer (a hung API server or a stuck proxy): they are paused and tried again with a backoff")
 	case errors.Is(err, egress.ErrRefused):
 		return unreachable(endpoint, "not contacted: "+refusal(err))
 	case errors.As(err, &unknownAuthority):

@@ -39,6 +39,18 @@ type observation struct {
 	// duplicateOf, set when the cluster answered, is the FederatedCluster
 	// joined before that has the same cluster ID (see duplicateOf).
 	duplicateOf string
+	// servedBy is who serves the cluster: this replica for a Push cluster
+	// it probed, the agent holding the Lease of a Pull cluster.
+	servedBy string
+}
+
+// server is who serves the cluster obs is of, or "" when that is not
+// known: a Pull cluster whose agent never held its Lease.
+func (obs observation) server() string {
+	if obs.pull {
+		return obs.lease.holder
+	}
+	return obs.servedBy
 }
 
 // answered reports whether the cluster answered: its probe succeeded, or
@@ -80,12 +92,15 @@ func nextStatus(old corev1beta1.FederatedClusterStatus, obs observation, th Thre
 		applyLease(&st, obs.lease, now.Time, set)
 	default:
 		set(corev1beta1.ClusterConfigMalformed, metav1.ConditionFalse, corev1beta1.ReasonConfigValid, "the connection settings are valid")
-		if !decided(st) || obs.streak >= threshold(obs.probe, th) {
+		if !decided(st) || obs.streak >= threshold(obs.probe, th) || obs.probe.decisive {
 			applyProbe(&st, obs.probe, set)
 		}
 	}
 	if id := obs.clusterID(); id != "" {
 		st.ClusterID = id
+	}
+	if server := obs.server(); server != "" {
+		st.ServedBy = server
 	}
 	if obs.duplicateOf != "" {
 		// At once, without thresholds: one cluster under two names is not

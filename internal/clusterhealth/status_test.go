@@ -197,3 +197,40 @@ func TestTransitionTimeMovesOnlyWithStatus(t *testing.T) {
 		t.Errorf("Offline went True→False but its transition time is %v", offline.LastTransitionTime)
 	}
 }
+
+// status.servedBy names the replica that probed a Push cluster, and the
+// agent holding a Pull cluster's Lease; a Pull cluster whose agent was
+// never seen keeps what it had.
+func TestServedBy(t *testing.T) {
+	st := statusAfter(observation{probe: readyProbe(), streak: 1, servedBy: "controller-manager-0"})
+	if st.ServedBy != "controller-manager-0" {
+		t.Errorf("Push cluster served by %q, want the replica that probed it", st.ServedBy)
+	}
+	st = nextStatus(st, observation{probe: readyProbe(), streak: 2, servedBy: "controller-manager-1"}, th, 1, t1)
+	if st.ServedBy != "controller-manager-1" {
+		t.Errorf("Push cluster taken over: served by %q, want controller-manager-1", st.ServedBy)
+	}
+	pull := statusAfter(observation{pull: true, lease: aliveLease()})
+	if pull.ServedBy != "agent-0" {
+		t.Errorf("Pull cluster served by %q, want its agent agent-0", pull.ServedBy)
+	}
+	if again := nextStatus(pull, observation{pull: true}, th, 1, t1); again.ServedBy != "agent-0" {
+		t.Errorf("Pull cluster whose Lease is gone: served by %q, want agent-0 kept", again.ServedBy)
+	}
+}
+
+// A probe without an answer while the member's breaker is open is taken
+// at once: the cluster is Offline without the failure threshold.
+func TestADecisiveProbeSkipsTheThreshold(t *testing.T) {
+	st := statusAfter(observation{probe: readyProbe(), streak: 1})
+	hung := unreachableProbe()
+	st = nextStatus(st, observation{probe: hung, streak: 1}, th, 1, t1)
+	if meta.IsStatusConditionTrue(st.Conditions, corev1beta1.ClusterOffline) {
+		t.Fatal("one failed probe made a Ready cluster Offline, before the threshold")
+	}
+	hung.decisive = true
+	st = nextStatus(st, observation{probe: hung, streak: 1}, th, 1, t1)
+	if !meta.IsStatusConditionTrue(st.Conditions, corev1beta1.ClusterOffline) || meta.IsStatusConditionTrue(st.Conditions, corev1beta1.ClusterReady) {
+		t.Fatalf("a decisive failed probe left the cluster %+v, want Offline and not Ready", st.Conditions)
+	}
+}

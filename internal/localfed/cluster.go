@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -182,6 +183,34 @@ func (c *Cluster) Kill() error {
 	defer c.opMu.Unlock()
 	if p := c.proc.Load(); p != nil {
 		return p.kill()
+	}
+	return nil
+}
+
+// Freeze stops the kube-apiserver with SIGSTOP, as a hung server: its port
+// still accepts connections, and nothing answers on them until Thaw. Stop,
+// Restart and the federation's Stop thaw it first.
+func (c *Cluster) Freeze() error {
+	return c.signalAPIServer(freezeSignal, "freezing")
+}
+
+// Thaw continues a kube-apiserver frozen by Freeze with SIGCONT.
+func (c *Cluster) Thaw() error {
+	return c.signalAPIServer(thawSignal, "thawing")
+}
+
+func (c *Cluster) signalAPIServer(sig syscall.Signal, doing string) error {
+	if !canFreeze {
+		return fmt.Errorf("%s %s: processes cannot be stopped by a signal on this system", doing, c.Name)
+	}
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	p := c.proc.Load()
+	if p == nil || p.exited() {
+		return fmt.Errorf("%s %s: its kube-apiserver is not running", doing, c.Name)
+	}
+	if err := p.signal(sig); err != nil {
+		return fmt.Errorf("%s %s: %w", doing, c.Name, err)
 	}
 	return nil
 }

@@ -33,9 +33,16 @@ type process struct {
 // startProcess starts path with args; its stdout and stderr go to log, which
 // is closed when the process has exited.
 func startProcess(name, path string, args []string, log io.WriteCloser) (*process, error) {
+	return startProcessEnv(name, path, args, nil, log)
+}
+
+// startProcessEnv is startProcess with the environment env (nil: this
+// process's).
+func startProcessEnv(name, path string, args, env []string, log io.WriteCloser) (*process, error) {
 	tail := newTailBuffer()
 	out := io.MultiWriter(log, tail)
 	cmd := exec.Command(path, args...)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 5 * time.Second // bound the copy of output held open by a stray child
@@ -100,6 +107,9 @@ func (p *process) kill() error {
 func (p *process) stop(ctx context.Context) error {
 	if err := p.signal(syscall.SIGTERM); err != nil {
 		return errors.Join(err, p.kill())
+	}
+	if canFreeze {
+		_ = p.signal(thawSignal) // a frozen process acts on SIGTERM once continued
 	}
 	select {
 	case <-p.done:

@@ -86,7 +86,13 @@ func unreachable(name, message string) clusterResult {
 	return clusterResult{name: name, reason: typesv1beta1.ClusterUnreachable, state: typesv1beta1.Unreachable, message: message, retry: true}
 }
 
+// applyFailed is the result of a write or read the member failed; one
+// that got no answer at all (its breaker found the member hung) leaves the
+// cluster Unreachable, as when it is not Ready.
 func applyFailed(name string, err error, retry bool) clusterResult {
+	if errors.Is(err, clustercache.ErrNotAnswering) {
+		return unreachable(name, err.Error())
+	}
 	return clusterResult{name: name, reason: typesv1beta1.ClusterApplyFailed, state: typesv1beta1.ApplyFailed, message: err.Error(), answer: err, code: statusCode(err), retry: retry}
 }
 
@@ -129,6 +135,16 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 		// the controller writes once it is.
 		return a.dryRun.member, nil
 	}
+	member, err := a.clusters.Get(name)
+	if err == nil && member.Breaker.Open() != nil {
+		// A member that stopped answering fails at once, rather than
+		// holding this worker and every other cluster it syncs; only the
+		// health probes test it until it answers. The message stays the
+		// same once the cluster is also not Ready, so that its copies'
+		// entries are not written again for that.
+		res := unreachable(name, member.Breaker.Open().Error())
+		return nil, &res
+	}
 	if ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady); ready == nil || ready.Status != metav1.ConditionTrue {
 		msg := fmt.Sprintf("cluster %s is not Ready", name)
 		if ready != nil {
@@ -137,7 +153,6 @@ func (a *applier) reach(name string, fc *corev1beta1.FederatedCluster) (*cluster
 		res := unreachable(name, msg)
 		return nil, &res
 	}
-	member, err := a.clusters.Get(name)
 	if err != nil {
 		res := unreachable(name, err.Error())
 		return nil, &res
@@ -220,7 +235,9 @@ func (a *applier) act(ctx context.Context, member *clustercache.Member, in *sync
 // restriction.
 func (a *applier) readCopy(ctx context.Context, member *clustercache.Member, in *syncInput, name string, desired *unstructured.Unstructured, hash string) (*unstructured.Unstructured, *clusterResult) {
 	existing, conflict, err := a.existingCopy(ctx, member, in.fed, desired)
-	if err == nil && existing != nil && existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && a.written.lagging(name, existing, hash) {
+	// A copy the informer lags behind, or holds cut down though the kind's
+	// health rules may now read any field, is read from the member.
+	if err == nil && existing != nil && (existing.GetAnnotations()[typesv1beta1.AnnotationDesiredHash] != hash && a.written.lagging(name, existing, hash) || a.watches.partial(existing)) {
 		existing, err = a.liveCopy(ctx, member, existing)
 	}
 	var res clusterResult

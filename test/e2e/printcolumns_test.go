@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
 
@@ -67,9 +68,10 @@ spec:
 			// A member joined by the shared test bed, its status kept by the
 			// health controller.
 			gv: schema.GroupVersion{Group: "core.kubefed.io", Version: "v1beta1"}, resource: "federatedclusters",
-			name:    m1,
-			columns: []string{"Name", "Ready", "Mode", "Version", "Region", "Age"},
-			cells:   []string{m1, "True", "Push", "v1.37.2", "region-1"},
+			name: m1,
+			// Served-By has priority 1: kubectl shows it with -o wide.
+			columns: []string{"Name", "Ready", "Mode", "Version", "Region", "Served-By", "Age"},
+			cells:   []string{m1, "True", "Push", "v1.37.2", "region-1", fedtest.ReplicaName},
 		},
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,

@@ -117,6 +117,11 @@ type ControllerManager struct {
 	released    error
 }
 
+// ReplicaName is the name a controller-manager started by
+// StartControllerManager gives itself (status.servedBy), unless its
+// Settings.Args name another.
+const ReplicaName = "fedtest-controller-manager"
+
 // StartControllerManager runs the controller-manager against f's host,
 // logging to a file in dir. It may contact only loopback addresses
 // (--member-networks): a member endpoint anywhere else is refused before
@@ -129,6 +134,7 @@ func StartControllerManager(bin string, f *localfed.Federation, dir string, s Se
 		"--cluster-health-period", s.ProbePeriod.String(),
 		"--cluster-health-timeout", s.ProbeTimeout.String(),
 		"--cluster-health-failure-threshold", strconv.Itoa(s.FailureThreshold),
+		"--replica-name", ReplicaName, // a later --replica-name in s.Args wins
 	}, s.Args...))
 	if err != nil {
 		return nil, err

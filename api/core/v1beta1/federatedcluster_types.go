@@ -88,6 +88,12 @@ type FederatedClusterStatus struct {
 	// (reason DuplicateCluster) and nothing is written through it.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
+
+	// ServedBy names who serves the cluster: the controller-manager
+	// replica that probes it and writes to it (Push), or the agent that
+	// holds its Lease (Pull).
+	// +optional
+	ServedBy string `json:"servedBy,omitempty"`
 }
 
 // FederatedCluster is a member cluster of the federation.
@@ -99,6 +105,7 @@ type FederatedClusterStatus struct {
 // +kubebuilder:printcolumn:name="Mode",type=string,JSONPath=`.spec.syncMode`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.kubernetesVersion`
 // +kubebuilder:printcolumn:name="Region",type=string,JSONPath=`.spec.region`
+// +kubebuilder:printcolumn:name="Served-By",type=string,JSONPath=`.status.servedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name: a cluster name must be a DNS-1123 label (at most 63 lower-case letters, digits or '-', starting and ending with a letter or digit)"
 type FederatedCluster struct {

@@ -7,18 +7,17 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -30,6 +29,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	copyhealth "github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
@@ -55,6 +55,7 @@ type options struct {
 	hostBurst      int
 	memberQPS      float32
 	memberBurst    int
+	breaker        clustercache.BreakerOptions
 	memberNets     []string
 	networks       egress.Networks
 	health         clusterhealth.Options
@@ -78,6 +79,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 			Workers:    8,
 		},
 		propagation: propagation.DefaultOptions(),
+		breaker:     clustercache.DefaultBreakerOptions(),
 		notify:      notify.DefaultOptions(),
 		zap:         zap.Options{DestWriter: s.ErrOut},
 	}
@@ -123,11 +125,15 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.probeAddr, "health-probe-bind-address", metricsendpoint.DefaultAddress(8081), "address of the /healthz and /readyz endpoints (default: every interface in a pod, 127.0.0.1 elsewhere); 0 disables them")
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints (CPU and heap profiles), unauthenticated: bind it to 127.0.0.1 only; 0 (the default) disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
+	f.StringVar(&o.health.Identity, "replica-name", "", "this replica's name, shown in the status.servedBy of the clusters it serves (default: $POD_NAME, which the Helm chart sets, or the host name)")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
 	f.Float32Var(&o.hostQPS, "kube-api-qps", 500, "queries per second towards the host API server")
 	f.IntVar(&o.hostBurst, "kube-api-burst", 1000, "burst of queries towards the host API server")
 	f.Float32Var(&o.memberQPS, "member-api-qps", 300, "queries per second towards each member API server")
 	f.IntVar(&o.memberBurst, "member-api-burst", 600, "burst of queries towards each member API server")
+	f.DurationVar(&o.breaker.Stall, "member-stall-timeout", o.breaker.Stall, "when requests to a member wait this long with no answer from it in that time, they are cancelled and the member is reported Offline; "+
+		"its requests then fail at once until it answers again, so that one hung member holds up no other")
+	f.DurationVar(&o.breaker.RequestTimeout, "member-request-timeout", o.breaker.RequestTimeout, "limit of each request to a member that is not a watch")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, e.g. 10.0.0.0/8,fd00::/8; when set, every other address is refused "+
 		"before any packet is sent (and counted in fedwarden_member_dials_refused_total), and endpoints must be IP addresses (hostnames other than localhost are refused without a DNS lookup); default: any address")
 	f.IntVar(&o.propagation.Workers, "propagation-workers", o.propagation.Workers, "federated resources of one type synced at the same time")
@@ -150,11 +156,24 @@ func NewCommand(s streams.IO) *cobra.Command {
 	return cmd
 }
 
+// replicaName is the default name of this replica: the pod's, which the
+// chart passes in $POD_NAME, or the machine's.
+func replicaName() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	name, _ := os.Hostname()
+	return name
+}
+
 func (o *options) validate() error {
 	if err := o.metrics.Validate(); err != nil {
 		return err
 	}
 	o.health.Namespace = o.namespace
+	if o.health.Identity == "" {
+		o.health.Identity = replicaName()
+	}
 	if err := o.health.Validate(); err != nil {
 		return fmt.Errorf("cluster health flags: %w", err)
 	}
@@ -173,6 +192,9 @@ func (o *options) validate() error {
 	}
 	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
 		return fmt.Errorf("--plugins: %w", err)
+	}
+	if err := o.breaker.Validate(); err != nil {
+		return fmt.Errorf("--member-stall-timeout, --member-request-timeout: %w", err)
 	}
 	if o.capacityDelay < 0 {
 		return fmt.Errorf("--capacity-debounce must not be negative")
@@ -209,15 +231,9 @@ func run(ctx context.Context, o *options) error {
 		LeaderElectionReleaseOnCancel: true,
 		// Federated resources are read as unstructured objects: from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{
-			// No controller reads managed fields: keep them out of memory.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				// Only the control-plane namespace's Secrets: the credentials.
-				&corev1.Secret{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
-				// Pull clusters' agents renew their Leases there.
-				&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{o.namespace: {}}},
-			}},
+		// Objects trimmed of what no controller reads; Secrets and Leases
+		// of the control-plane namespace only.
+		Cache: hostcache.Options(o.namespace),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the controller manager: %w", err)
@@ -246,6 +262,7 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 		UserAgent: "fedwarden-controller-manager",
 		Networks:  o.networks,
 		Log:       ctrl.Log.WithName("egress"),
+		Breaker:   o.breaker,
 	})
 	health := clusterhealth.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(clusterhealth.ControllerName), o.health)
 	if err := health.SetupWithManager(mgr); err != nil {
