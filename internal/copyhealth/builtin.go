@@ -2,6 +2,7 @@ package copyhealth
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -164,6 +165,39 @@ func BuiltinRules(gk schema.GroupKind) []corev1beta1.HealthRule {
 		return nil
 	}
 	return append([]corev1beta1.HealthRule(nil), r...)
+}
+
+// SpecFields returns the top-level fields of spec that the built-in rules
+// of a kind read, sorted; nil when they read none. Besides these, the
+// built-in rules read only an object's metadata and status.
+func SpecFields(gk schema.GroupKind) []string {
+	return slices.Clone(builtinSpecFields[gk])
+}
+
+// builtinSpecFields are SpecFields, per kind.
+var builtinSpecFields = specFieldsOf(builtinRules)
+
+// specField finds where an expression reads a field of spec:
+// object.spec.NAME or object.?spec.?NAME.
+var specField = regexp.MustCompile(`object\.\??spec\.\??([A-Za-z_][A-Za-z0-9_]*)`)
+
+// specFieldsOf returns, per kind, the top-level fields of spec that its
+// rules' expressions read.
+func specFieldsOf(rules map[schema.GroupKind][]corev1beta1.HealthRule) map[schema.GroupKind][]string {
+	out := map[schema.GroupKind][]string{}
+	for gk, kindRules := range rules {
+		var fields []string
+		for _, r := range kindRules {
+			for _, m := range specField.FindAllStringSubmatch(r.When+" "+r.Message, -1) {
+				fields = append(fields, m[1])
+			}
+		}
+		slices.Sort(fields)
+		if fields = slices.Compact(fields); len(fields) > 0 {
+			out[gk] = fields
+		}
+	}
+	return out
 }
 
 // BuiltinKinds are the kinds that have built-in rules, sorted.

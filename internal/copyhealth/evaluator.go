@@ -76,6 +76,14 @@ func (e *Evaluator) SetRules(gk schema.GroupKind, rules []corev1beta1.HealthRule
 	return err
 }
 
+// HasSpecRules tells whether the kind has spec.healthRules, which may read
+// any field of an object; the built-in rules read only its status, metadata
+// and the spec fields SpecFields names.
+func (e *Evaluator) HasSpecRules(gk schema.GroupKind) bool {
+	_, ok := (*e.user.Load())[gk]
+	return ok
+}
+
 // Evaluate computes the health of a member object from its apiVersion and
 // kind's rules.
 func (e *Evaluator) Evaluate(obj *unstructured.Unstructured) Result {

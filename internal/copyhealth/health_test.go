@@ -3,6 +3,7 @@ package copyhealth
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -483,6 +484,58 @@ func TestLibraries(t *testing.T) {
 		}
 		if got := r.Evaluate(obj); got.Health != healthy {
 			t.Errorf("%s: %+v", expr, got)
+		}
+	}
+}
+
+func TestHasSpecRules(t *testing.T) {
+	t.Parallel()
+	e := newEvaluator(t)
+	deployment := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	if e.HasSpecRules(certificate) || e.HasSpecRules(deployment) {
+		t.Fatal("spec rules before any were set (built-in rules are not spec rules)")
+	}
+	bad := []corev1beta1.HealthRule{{Health: degraded, When: "object.status.conditions.exists(c, c.typ = 'Ready')"}}
+	if err := e.SetRules(certificate, bad); err == nil {
+		t.Fatal("bad rules compiled")
+	}
+	if !e.HasSpecRules(certificate) {
+		t.Error("rules that do not compile: no spec rules")
+	}
+	if err := e.SetRules(certificate, certificateRules); err != nil || !e.HasSpecRules(certificate) {
+		t.Errorf("rules set: %v, HasSpecRules %t", err, e.HasSpecRules(certificate))
+	}
+	if err := e.SetRules(certificate, nil); err != nil || e.HasSpecRules(certificate) {
+		t.Errorf("rules removed: %v, HasSpecRules %t", err, e.HasSpecRules(certificate))
+	}
+}
+
+func TestSpecFields(t *testing.T) {
+	t.Parallel()
+	want := map[schema.GroupKind][]string{
+		{Group: "apps", Kind: "Deployment"}:  {"paused", "replicas"},
+		{Group: "apps", Kind: "StatefulSet"}: {"replicas", "updateStrategy"},
+		{Group: "apps", Kind: "DaemonSet"}:   {"updateStrategy"},
+		{Group: "apps", Kind: "ReplicaSet"}:  {"replicas"},
+		{Group: "batch", Kind: "Job"}:        {"suspend"},
+		{Kind: "Service"}:                    {"type"},
+		{Kind: "PersistentVolumeClaim"}:      {"volumeName"},
+		{Kind: "ConfigMap"}:                  nil,
+	}
+	for gk, fields := range want {
+		if got := SpecFields(gk); !slices.Equal(got, fields) {
+			t.Errorf("SpecFields(%s) = %v, want %v", gk, got, fields)
+		}
+	}
+	for _, gk := range BuiltinKinds() {
+		for _, r := range BuiltinRules(gk) {
+			// A rule reading spec otherwise than SpecFields finds would read
+			// a field a cached copy may not hold.
+			for _, expr := range []string{r.When, r.Message} {
+				if n, found := strings.Count(expr, "spec"), len(specField.FindAllString(expr, -1)); n != found {
+					t.Errorf("%s rule %s reads spec %d times, SpecFields finds %d: %s", gk, r.Reason, n, found, expr)
+				}
+			}
 		}
 	}
 }

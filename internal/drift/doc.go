@@ -10,6 +10,7 @@
 // changed fields as JSON pointers and the field managers that changed
 // them. Policy resolves a federated resource's drift policy for one
 // cluster, and its Detect leaves out the paths and field managers the
-// policy ignores. The code is pure, so that the host's push mode and a
-// member's agent classify drift the same way.
+// policy ignores. Owned and Project cut a copy down to what Detect reads,
+// for the member informers to cache. The code is pure, so that the host's
+// push mode and a member's agent classify drift the same way.
 package drift

@@ -5,17 +5,15 @@ import (
 	"errors"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/clusterhealth"
 	"github.com/fedwarden/fedwarden/internal/egress"
+	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/scheme"
 )
 
@@ -46,6 +44,7 @@ func (b *Bed) StartManager(add Controllers) error {
 		Timeout:    5 * time.Second,
 		Thresholds: clusterhealth.Thresholds{Failure: 3, Success: 1},
 		Workers:    max(len(b.Fed.Members), 1),
+		Identity:   b.name + "-integration-test",
 	}
 	if err := clusterhealth.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(clusterhealth.ControllerName), health).SetupWithManager(mgr); err != nil {
 		return err
@@ -70,12 +69,6 @@ func (b *Bed) newManager() (ctrl.Manager, error) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Client:                 client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Secret{}:        {Namespaces: map[string]cache.Config{ControlPlaneNamespace: {}}},
-				&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{ControlPlaneNamespace: {}}},
-			},
-		},
+		Cache:                  hostcache.Options(ControlPlaneNamespace),
 	})
 }

@@ -340,8 +340,9 @@ func (r *Reconciler) allFederated(ctx context.Context, _ *corev1beta1.FederatedC
 		return nil
 	default:
 	}
+	// Only the names are read: no deep copy of every cached resource.
 	list := r.typ.newFederatedList()
-	if err := r.client.List(ctx, list); err != nil {
+	if err := r.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing federated resources for a FederatedCluster change", "kind", r.typ.Federated.Kind)
 		return nil
 	}

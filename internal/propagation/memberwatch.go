@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -80,6 +79,9 @@ func (w *memberWatches) lister(ctx context.Context, member *clustercache.Member)
 		if mw.registration.HasSynced() {
 			return true, nil
 		}
+		if e := member.Breaker.Err(); e != nil {
+			return false, e // the member hangs: its list will not come soon
+		}
 		if e := mw.listError(); e != nil && (apierrors.IsForbidden(e) || apierrors.IsNotFound(e) || apierrors.IsUnauthorized(e)) {
 			return false, e
 		}
@@ -137,7 +139,7 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	inf := gi.Informer()
 	// The transform fails once the informer runs (for another member
 	// object of the same cluster): then it is already set.
-	_ = inf.SetTransform(keepOthersFields)
+	_ = inf.SetTransform(copyProjection{health: w.health}.transform)
 	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
 	// Like the transform, this is set once per member informer.
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.noteError(err) })
@@ -271,6 +273,12 @@ func (w *memberWatches) healthChanged(old, obj any) bool {
 	return w.health.Evaluate(o).Health != w.health.Evaluate(n).Health
 }
 
+// partial tells whether obj, a copy from the informer, lacks fields the
+// kind's spec.healthRules may read (see copyProjection.partial).
+func (w *memberWatches) partial(obj *unstructured.Unstructured) bool {
+	return w != nil && copyProjection{health: w.health}.partial(obj)
+}
+
 // stop removes the event handlers; the informers end with their members.
 func (w *memberWatches) stop() {
 	w.mu.Lock()
@@ -292,23 +300,4 @@ func (t Type) federatedKey(namespace, name string) types.NamespacedName {
 	default:
 		return types.NamespacedName{Name: name}
 	}
-}
-
-// keepOthersFields drops from a member copy the managed-fields entries
-// drift detection never reads: Fedwarden's own (the largest: every field
-// it writes) and those of the status subresource. Those of every other
-// manager stay, as drift detection names who changed a field from them.
-func keepOthersFields(obj any) (any, error) {
-	o, ok := obj.(metav1.Object)
-	if !ok {
-		return obj, nil // a tombstone
-	}
-	all := o.GetManagedFields()
-	kept := slices.DeleteFunc(slices.Clone(all), func(e metav1.ManagedFieldsEntry) bool {
-		return e.Manager == FieldManager || e.Subresource == "status"
-	})
-	if len(kept) != len(all) {
-		o.SetManagedFields(kept)
-	}
-	return obj, nil
 }

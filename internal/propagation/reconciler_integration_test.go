@@ -372,6 +372,10 @@ func testBed(t *testing.T) bed { return bed{shared.Bed(t)} }
 
 func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 
+// controller is the propagation controller setUp starts, for tests that
+// look into its member informers.
+var controller *propagation.Controller
+
 // setUp enables deployments.apps, starts its propagation controller and
 // joins the members.
 func setUp(ctx context.Context, b *inprocess.Bed) error {
@@ -392,6 +396,7 @@ func setUp(ctx context.Context, b *inprocess.Bed) error {
 		if err != nil {
 			return err
 		}
+		controller = c
 		return mgr.Add(c)
 	}); err != nil {
 		return err
