@@ -99,14 +99,7 @@ func TestControllerManagerWorksWithTheChartsRights(t *testing.T) {
 func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.ControllerManager, *x509.CertPool) {
 	t.Helper()
 	objs := mustRender(t, metricsValues...)
-	for _, obj := range objs {
-		if slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, obj.GetKind()) {
-			err := admin.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner("helm"), client.ForceOwnership)
-			if err != nil {
-				t.Fatalf("applying %s: %v", describe(obj), err)
-			}
-		}
-	}
+	applyRights(t, admin, objs)
 	var d appsv1.Deployment
 	find(t, objs, "Deployment", &d)
 	var sa corev1.ServiceAccount
@@ -168,6 +161,20 @@ func startWithChartsRights(t *testing.T, admin client.Client) (string, *fedtest.
 		})
 	}
 	return bin, cm, metricsCA
+}
+
+// applyRights applies the ServiceAccount and RBAC of the rendered chart
+// objs to the host.
+func applyRights(t *testing.T, admin client.Client, objs []*unstructured.Unstructured) {
+	t.Helper()
+	for _, obj := range objs {
+		if slices.Contains([]string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, obj.GetKind()) {
+			err := admin.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(obj.DeepCopy()), client.FieldOwner("helm"), client.ForceOwnership)
+			if err != nil {
+				t.Fatalf("applying %s: %v", describe(obj), err)
+			}
+		}
+	}
 }
 
 // checkPropagates creates a FederatedConfigMap placed on member-1 and
