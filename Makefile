@@ -137,7 +137,7 @@ FUZZ_TARGETS := \
 bench-smoke: tools
 	FEDWARDEN_BENCH_SMOKE=1 FEDWARDEN_BIN_DIR=$(BIN) go test -count=1 -timeout 30m -run '^$$' -bench . -benchtime 1x ./bench/...
 
-## bench: every benchmark under bench/ once at full size, with the same count checks (tens of minutes on 2 cores); bench/RESULTS.md has each one's own command and its figures
+## bench: every benchmark under bench/ once at full size, with the same count checks (tens of minutes on 2 cores), among them bench/bulk's 1,000 x 3 with KubeFed and 1,000 x 20 on a bed of 20 lean members; bench/RESULTS.md and bench/bulk/RESULTS.md have each one's own command and its figures
 bench: tools
 	FEDWARDEN_BIN_DIR=$(BIN) go test -count=1 -timeout 90m -run '^$$' -bench . -benchtime 1x ./bench/...
 

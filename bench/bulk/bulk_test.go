@@ -43,16 +43,19 @@ const (
 type params struct {
 	n, members  int
 	kubefed     bool
+	lean        bool // members from localfed.WithLeanMembers
 	smoke       bool
 	quiet, post int // create-latency samples: quiet, and right after the bulk
 	binDir      string
 }
 
-func paramsFromEnv(b *testing.B) params {
+// paramsFromEnv reads the sizes, the number of members from membersEnv
+// (default members).
+func paramsFromEnv(b *testing.B, membersEnv string, members int) params {
 	b.Helper()
 	p := params{
 		n:       envInt(b, "FEDWARDEN_BENCH_N", 1000),
-		members: envInt(b, "FEDWARDEN_BENCH_MEMBERS", 3),
+		members: envInt(b, membersEnv, members),
 		kubefed: envInt(b, "FEDWARDEN_BENCH_KUBEFED", 1) != 0,
 		smoke:   fedtest.Smoke(),
 		quiet:   200,
@@ -104,67 +107,97 @@ func envInt(b *testing.B, name string, def int) int {
 // direct clients alone, then Fedwarden, then, unless FEDWARDEN_BENCH_KUBEFED
 // is 0, KubeFed v0.10.0 on a bed of its own. For each system: the time from
 // the first host write until the members' watches have seen every copy, the
-// controller's and the host API server's memory, and the create latency of
-// single objects when quiet and right after the bulk. For Fedwarden also the
-// member writes per copy, a CPU profile of the host API server over the bulk
-// and the controller's queue metrics right after it.
+// controller's and the host API server's memory, the memory of every
+// process the benchmark started, and the create latency of single objects
+// when quiet and right after the bulk. For Fedwarden also the member writes
+// per copy, a CPU profile of the host API server over the bulk and the
+// controller's queue metrics right after it.
 //
 //	go test ./bench/bulk/ -run '^$' -bench BenchmarkBulk -benchtime 1x -timeout 60m
 func BenchmarkBulk(b *testing.B) {
 	if testing.Short() {
 		b.Skip("needs real API servers")
 	}
-	p := paramsFromEnv(b)
+	p := paramsFromEnv(b, "FEDWARDEN_BENCH_MEMBERS", 3)
 	if p.kubefed {
 		if _, err := os.Stat(filepath.Join(p.binDir, "kubefed-controller-manager")); err != nil {
 			b.Skipf("KubeFed is not built (%v): run hack/tools/build.sh kubefed-controller-manager kubefedctl kubefed-crds, or set FEDWARDEN_BENCH_KUBEFED=0", err)
 		}
 	}
 	for range b.N {
-		// Fedwarden's binary builds while the bed starts. In a smoke test,
-		// KubeFed's bed starts beside Fedwarden's too, to stay within two
-		// minutes; in a measurement it starts once Fedwarden's is gone.
-		built := make(chan buildResult, 1)
-		go func() {
-			var r buildResult
-			r.dir, r.err = os.MkdirTemp("", "bulk-fedwarden-")
-			if r.err == nil {
-				r.bin, r.err = fedtest.Build(r.dir)
-			}
-			built <- r
-		}()
-		kubefedBed, used := make(chan bedResult, 1), false
-		if p.kubefed && p.smoke {
-			go func() { kubefedBed <- newBed(p, localfed.WithoutCRDs()) }()
-			b.Cleanup(func() {
-				if used {
-					return
-				}
-				// Fedwarden's part failed before KubeFed's bed was used.
-				if r := <-kubefedBed; r.bd != nil {
-					_ = r.bd.fed.Stop()
-				}
-			})
-		}
-		fwBed := mustBed(b, newBed(p))
-		fwBin := <-built
-		if fwBin.dir != "" {
-			b.Cleanup(func() { _ = os.RemoveAll(fwBin.dir) })
-		}
-		if fwBin.err != nil {
-			b.Fatal(fwBin.err)
-		}
-		base, fw := runFedwarden(b, p, fwBed, fwBin.bin)
-		results := []result{fw}
-		if p.kubefed {
-			if !p.smoke {
-				kubefedBed <- newBed(p, localfed.WithoutCRDs())
-			}
-			used = true
-			results = append(results, runKubeFed(b, p, mustBed(b, <-kubefedBed)))
-		}
-		report(b, p, base, results)
+		runBulk(b, p)
 	}
+}
+
+// BenchmarkManyMembers is BenchmarkBulk for Fedwarden alone, on a bed
+// of FEDWARDEN_BENCH_MANY_MEMBERS (default 20, 5 in a smoke run) lean members
+// (localfed.WithLeanMembers), which share the host's etcd: whether a bed of
+// many members runs on one machine, and how the bulk fares there. Its
+// figures are in bench/bulk/RESULTS.md, "Many members on one machine".
+//
+//	go test ./bench/bulk/ -run '^$' -bench BenchmarkManyMembers -benchtime 1x -timeout 90m
+func BenchmarkManyMembers(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs real API servers")
+	}
+	members := 20
+	if fedtest.Smoke() {
+		// 20 members take about 3 minutes to start, join and check at
+		// smoke size on 2 busy cores; 5 go through the same code.
+		members = 5
+	}
+	p := paramsFromEnv(b, "FEDWARDEN_BENCH_MANY_MEMBERS", members)
+	p.kubefed, p.lean = false, true
+	for range b.N {
+		runBulk(b, p)
+	}
+}
+
+// runBulk runs one bulk as p says: Fedwarden, then KubeFed if p.kubefed.
+func runBulk(b *testing.B, p params) {
+	// Fedwarden's binary builds while the bed starts. In a smoke test,
+	// KubeFed's bed starts beside Fedwarden's too, to stay within two
+	// minutes; in a measurement it starts once Fedwarden's is gone.
+	built := make(chan buildResult, 1)
+	go func() {
+		var r buildResult
+		r.dir, r.err = os.MkdirTemp("", "bulk-fedwarden-")
+		if r.err == nil {
+			r.bin, r.err = fedtest.Build(r.dir)
+		}
+		built <- r
+	}()
+	kubefedBed, used := make(chan bedResult, 1), false
+	if p.kubefed && p.smoke {
+		go func() { kubefedBed <- newBed(p, localfed.WithoutCRDs()) }()
+		b.Cleanup(func() {
+			if used {
+				return
+			}
+			// Fedwarden's part failed before KubeFed's bed was used.
+			if r := <-kubefedBed; r.bd != nil {
+				_ = r.bd.fed.Stop()
+			}
+		})
+	}
+	fwBed := mustBed(b, newBed(p))
+	fwBin := <-built
+	if fwBin.dir != "" {
+		b.Cleanup(func() { _ = os.RemoveAll(fwBin.dir) })
+	}
+	if fwBin.err != nil {
+		b.Fatal(fwBin.err)
+	}
+	base, fw := runFedwarden(b, p, fwBed, fwBin.bin)
+	results := []result{fw}
+	if p.kubefed {
+		if !p.smoke {
+			kubefedBed <- newBed(p, localfed.WithoutCRDs())
+		}
+		used = true
+		results = append(results, runKubeFed(b, p, mustBed(b, <-kubefedBed)))
+	}
+	report(b, p, base, results)
 }
 
 type buildResult struct {
@@ -185,7 +218,10 @@ type result struct {
 	load     time.Duration // the load client's N host creates
 	// KiB, at the moment the last copy appeared.
 	rss, peak, hostRSS, hostPeak int64
-	quiet, post                  []time.Duration
+	// procs: every process the benchmark started, at the same moment (in
+	// a smoke run with KubeFed, KubeFed's bed too).
+	procs       processMemory
+	quiet, post []time.Duration
 }
 
 // bed is a host and its members, with clients of each.
@@ -216,7 +252,11 @@ type bedResult struct {
 // newBed starts a bed of a host and p.members members, with a namespace for
 // the federated objects and one for the direct clients in each.
 func newBed(p params, opts ...localfed.Option) bedResult {
-	opts = append([]localfed.Option{localfed.WithMembers(p.members), localfed.WithBinDir(p.binDir), localfed.WithControllers(memberControllers()...)}, opts...)
+	opts = append([]localfed.Option{localfed.WithMembers(p.members), localfed.WithBinDir(p.binDir), localfed.WithControllers(memberControllers()...),
+		localfed.WithStartTimeout(startTimeout(p))}, opts...)
+	if p.lean {
+		opts = append(opts, localfed.WithLeanMembers())
+	}
 	f, err := localfed.Start(context.Background(), opts...)
 	if err != nil {
 		return bedResult{err: err}
@@ -274,6 +314,13 @@ func (bd *bed) stop(b *testing.B) {
 	if err := bd.fed.Stop(); err != nil {
 		logf("stopping the bed: %v", err)
 	}
+}
+
+// startTimeout bounds the start of each process of a bed: localfed's
+// default minute, and 5 s more per member beyond 10, since they all start
+// at once on a machine of few cores.
+func startTimeout(p params) time.Duration {
+	return time.Minute + time.Duration(max(0, p.members-10))*5*time.Second
 }
 
 // bulkDeadline bounds the wait for a bulk's copies.
@@ -446,6 +493,9 @@ func (s *system) measure(b *testing.B, p params) result {
 		b.Fatal(err)
 	}
 	r.hostRSS, r.hostPeak = memory(b, hostPID)
+	if r.procs, err = descendantsMemory(); err != nil {
+		b.Fatal(err)
+	}
 	r.post = s.latencyWith(b, post, "post", p.post)
 	wg.Wait()
 	if profiles != nil {
@@ -500,6 +550,8 @@ func report(b *testing.B, p params, base baseline, results []result) {
 		b.ReportMetric(float64(r.peak)/1024, key+"-peak-rss-MiB")
 		b.ReportMetric(float64(r.rss)/1024, key+"-rss-MiB")
 		b.ReportMetric(float64(r.hostRSS)/1024, key+"-host-rss-MiB")
+		b.ReportMetric(float64(r.procs.rss)/1024, key+"-all-processes-rss-MiB")
+		logf("%s: the processes the benchmark started, the moment the bulk's last copy appeared: %s", r.system, r.procs)
 		b.ReportMetric(float64(fedtest.Percentile(r.quiet, .5).Microseconds())/1000, key+"-quiet-p50-ms")
 		b.ReportMetric(float64(fedtest.Percentile(r.quiet, .99).Microseconds())/1000, key+"-quiet-p99-ms")
 		b.ReportMetric(float64(fedtest.Percentile(r.post, .99).Microseconds())/1000, key+"-post-p99-ms")

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/fedwarden/fedwarden/test/fedtest"
 )
 
 // queueMetrics are the controller metrics that tell where a resource
@@ -182,4 +184,23 @@ func logHeap(b *testing.B, title, url, dir string) {
 		}
 		logf("%s, %s (%s):\n%s", title, view, path, out)
 	}
+}
+
+// settledHeap makes the controller-manager collect its garbage (its heap
+// profile, pprofURL, with gc=1) and returns its live heap then, in MiB
+// (go_memstats_heap_alloc_bytes): what its caches and queues hold once the
+// work is done, without the garbage a heap profile taken in the middle of
+// the work also counts, and without the samples' error.
+func settledHeap(b *testing.B, pprofURL string, cm *fedtest.ControllerManager) float64 {
+	resp, err := http.Get(pprofURL + "?gc=1")
+	if err != nil {
+		b.Fatalf("collecting the controller-manager's garbage: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	heap, found, err := cm.Metric(context.Background(), "go_memstats_heap_alloc_bytes")
+	if err != nil || !found {
+		b.Fatalf("reading go_memstats_heap_alloc_bytes: found %t, %v", found, err)
+	}
+	return heap / (1 << 20)
 }

@@ -74,6 +74,11 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	if after := memberWrites(b, cm) - before; after != writes {
 		b.Fatalf("Fedwarden made %.0f more member writes after every copy existed and its writes had settled", after-writes)
 	}
+	if !p.smoke {
+		heap := settledHeap(b, pprofURL, cm)
+		logf("Fedwarden's controller-manager, settled: %.1f MiB of live heap after a garbage collection", heap)
+		b.ReportMetric(heap, "fedwarden-settled-heap-MiB")
+	}
 	return base, r
 }
 

@@ -44,7 +44,8 @@ type env struct {
 	etcdURL      string
 	startTimeout time.Duration
 	pickPort     func() (int, error)
-	noCRDs       bool // WithoutCRDs
+	noCRDs       bool      // WithoutCRDs
+	lean         leanTrims // of the members' kube-apiservers
 	// resume: the data directory holds a federation started before.
 	resume bool
 }
@@ -70,7 +71,7 @@ func Start(ctx context.Context, opts ...Option) (*Federation, error) {
 		return nil, fmt.Errorf("starting a local federation: %w", err)
 	}
 	f := &Federation{Dir: dir, grace: o.stopGracePeriod, removeDir: temporary}
-	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, noCRDs: o.noCRDs, resume: resume}
+	e := &env{bins: bins, controllers: o.controllers, logs: &logSink{shared: o.logOutput}, startTimeout: o.startTimeout, pickPort: o.pickPort, noCRDs: o.noCRDs, lean: o.lean, resume: resume}
 	f.env = e
 	if err := f.start(ctx, e, o.memberNames); err != nil {
 		return nil, errors.Join(fmt.Errorf("starting a local federation: %w", err), f.Stop())

@@ -33,6 +33,7 @@ type options struct {
 	stopGracePeriod time.Duration
 	controllers     []string
 	noCRDs          bool
+	lean            leanTrims // of the member kube-apiservers; WithLeanMembers
 	// pickPort chooses each kube-apiserver's port (default freePort); tests
 	// replace it to hand out a port that is taken.
 	pickPort func() (int, error)
@@ -100,6 +101,19 @@ func WithControllers(names ...string) Option {
 // definitions of the same API groups, such as KubeFed in bench/bulk.
 func WithoutCRDs() Option {
 	return func(o *options) { o.noCRDs = true }
+}
+
+// WithLeanMembers trims the member kube-apiservers (not the host's), for a
+// bed of many members on one machine: each serves fewer API groups and runs
+// its Go code on one core at a time (leanTrims). A lean member
+// receives and reports what Fedwarden's benchmarks place (core and apps
+// objects, with RBAC for its join) exactly as a full one does; it has no
+// Jobs, CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets or
+// events.k8s.io Events (core Events stay), so a test that places those
+// needs full members. The savings, measured: bench/bulk/RESULTS.md, "Many
+// members on one machine".
+func WithLeanMembers() Option {
+	return func(o *options) { o.lean = leanTrims{apis: true, oneProc: true} }
 }
 
 func newOptions(opts []Option) (*options, error) {
