@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -69,15 +71,24 @@ func WatchArrivals(ctx context.Context, namespace string, members []kubernetes.I
 			cancel()
 			return nil, nil, err
 		}
-		w, err := m.AppsV1().Deployments(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		// The API server ends a watch that falls behind (as one of 20,000
+		// arrivals on a busy machine may): the retry watcher watches again
+		// from the last event it passed on, so no arrival is missed.
+		deployments := m.AppsV1().Deployments(namespace)
+		w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				o.AllowWatchBookmarks = true
+				return deployments.Watch(ctx, o)
+			},
+		})
 		if err != nil {
 			cancel()
 			return nil, nil, err
 		}
 		go func() {
 			for ev := range w.ResultChan() {
-				if ev.Type == watch.Added {
-					a.arrived(ev.Object.(*appsv1.Deployment).Name)
+				if d, ok := ev.Object.(*appsv1.Deployment); ok && ev.Type == watch.Added {
+					a.arrived(d.Name)
 				}
 			}
 		}()
