@@ -79,11 +79,7 @@ type Options struct {
 // compares them. A Pull cluster gives an error wrapping ErrPullCluster.
 func Copy(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedCluster) (Verdict, error) {
 	name := string(pc.Name)
-	desired, err := propagation.Desired(r.Type, r.Fed, name, pc.Replicas)
-	if err != nil {
-		return Verdict{}, fmt.Errorf("rendering its copy: %w", err)
-	}
-	live, err := readLive(ctx, o, r, name, desired)
+	desired, live, err := Live(ctx, o, r, pc)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -98,6 +94,18 @@ func Copy(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedClu
 		Versions: Versions{Template: string(r.CPV.Status.TemplateVersion), Override: string(r.CPV.Status.OverrideVersion)},
 		Redact:   IsSecret(r.Type.Target) && !o.ShowSecrets,
 	})
+}
+
+// Live renders r's copy for the placed cluster pc as the controller does,
+// and reads the copy the member holds: nil when it has none. A Pull
+// cluster gives an error wrapping ErrPullCluster.
+func Live(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedCluster) (desired, live *unstructured.Unstructured, err error) {
+	desired, err = propagation.Desired(r.Type, r.Fed, string(pc.Name), pc.Replicas)
+	if err != nil {
+		return nil, nil, fmt.Errorf("rendering its copy: %w", err)
+	}
+	live, err = readLive(ctx, o, r, string(pc.Name), desired)
+	return desired, live, err
 }
 
 // readLive reads desired's object from the member: nil when it has none.

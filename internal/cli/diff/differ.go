@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/tools/cache"
@@ -19,7 +18,6 @@ import (
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
-	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -115,35 +113,11 @@ func (d *differ) diff(ctx context.Context, ref kindref.Ref, namespace, cluster s
 // federated reads the federated resource, its ClusterPropagatedVersion and
 // its drift policy.
 func (d *differ) federated(ctx context.Context, ref kindref.Ref, namespace string) (*federated, error) {
-	resolver, err := kindref.NewResolver(ctx, d.host, d.disco)
+	kind, res, err := memberdiff.Find(ctx, d.host, d.disco, ref, namespace, d.controlPlane)
 	if err != nil {
 		return nil, err
 	}
-	kind, err := resolver.Resolve(ref.Kind)
-	if err != nil {
-		return nil, err
-	}
-	key := kind.Key(ref.Name, namespace)
-	r := &federated{kind: kind, cpv: &typesv1beta1.ClusterPropagatedVersion{}}
-	if r.fed, err = kind.Get(ctx, d.host, key); err != nil {
-		return nil, err
-	}
-	if _, _, err = memberdiff.FederatedSpec(r.fed); err != nil {
-		return nil, fmt.Errorf("%s: %w", r.describe(), err)
-	}
-	cpvKey := propagation.CPVKey(kind.Type, r.fed, d.controlPlane)
-	err = d.host.Get(ctx, cpvKey, r.cpv)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("%s has no ClusterPropagatedVersion %s yet: the control plane has not placed it (is `fedwarden controller-manager` running?)",
-			r.describe(), cache.ObjectName(cpvKey))
-	case err != nil:
-		return nil, fmt.Errorf("reading ClusterPropagatedVersion %s: %w", cache.ObjectName(cpvKey), err)
-	}
-	if r.res, err = memberdiff.NewResource(kind.Type, r.fed, r.cpv); err != nil {
-		return nil, fmt.Errorf("%s: %w", r.describe(), err)
-	}
-	return r, nil
+	return &federated{kind: kind, fed: res.Fed, cpv: res.CPV, res: res}, nil
 }
 
 // placedClusters returns the clusters to compare: those of the CPV, or

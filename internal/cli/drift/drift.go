@@ -54,8 +54,9 @@ and after.
 
 The list reads only the host: 'fedwarden diff KIND/NAME' compares the copies
 in the members themselves, 'fedwarden resync KIND/NAME' writes them again,
-and 'fedwarden drift suggest' proposes the ignoreManagers and ignorePaths
-entries that would silence what keeps drifting.
+'fedwarden drift suggest' proposes the ignoreManagers and ignorePaths
+entries that would silence what keeps drifting, and 'fedwarden drift
+codify' makes a cluster's drifted values its overrides.
 ClusterPropagatedVersions of cluster-scoped federated resources live in the
 control-plane namespace (kube-federation-system).
 
@@ -74,7 +75,10 @@ const example = `  # Drift in the namespace of the current context
   fedwarden drift -A -o json
 
   # What keeps drifting, and the drift policy entries that would silence it
-  fedwarden drift suggest -A`
+  fedwarden drift suggest -A
+
+  # Keep a hand edit: make cluster2's drifted values its overrides
+  fedwarden drift codify fdeploy/web -n shop --cluster cluster2`
 
 // NewCommand returns `fedwarden drift`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -96,7 +100,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a table, wide, json or yaml")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request to the host may take")
 	f.BoolVar(&o.history, "history", false, "list the drift episodes that have ended, from the drift ledger, instead of the current drift")
-	cmd.AddCommand(newSuggestCommand(s))
+	cmd.AddCommand(newSuggestCommand(s), newCodifyCommand(s))
 	return cmd
 }
 
