@@ -24,7 +24,7 @@ const (
 // States are every state a cell can show, in the order the pages list them.
 var States = []string{
 	string(typesv1beta1.InSync), string(typesv1beta1.OutdatedTemplate), string(typesv1beta1.OutdatedOverrides),
-	string(typesv1beta1.ModifiedOutOfBand), string(typesv1beta1.Missing), string(typesv1beta1.Unreachable),
+	string(typesv1beta1.ModifiedOutOfBand), string(typesv1beta1.Waived), string(typesv1beta1.Missing), string(typesv1beta1.Unreachable),
 	string(typesv1beta1.ApplyFailed), string(typesv1beta1.AlreadyExists), StateWaitingForAgent, StatePending,
 }
 

@@ -3,6 +3,7 @@ package drift
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -15,6 +16,12 @@ type Policy struct {
 	IgnorePaths []string
 	// IgnoreManagers are the field managers whose writes are never drift.
 	IgnoreManagers []string
+	// Waivers are the resource's waivers that name the cluster, expired or
+	// not (Active says which are honoured).
+	Waivers []Waiver
+	// MaxWaiver is how far ahead a waiver may expire and be honoured;
+	// DefaultMaxWaiver when 0.
+	MaxWaiver time.Duration
 }
 
 // PolicyFor resolves p for cluster: the cluster's exception, else the
@@ -37,6 +44,7 @@ func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Rem
 		}
 		out.ignore(c.IgnorePaths, c.IgnoreManagers)
 	}
+	out.Waivers = waivers(p, cluster)
 	return out
 }
 

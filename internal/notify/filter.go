@@ -49,7 +49,7 @@ const (
 )
 
 // filterStates are the states a filter may name: the drift states.
-var filterStates = []typesv1beta1.DriftState{typesv1beta1.ModifiedOutOfBand, typesv1beta1.Missing, typesv1beta1.OutdatedTemplate, typesv1beta1.OutdatedOverrides}
+var filterStates = []typesv1beta1.DriftState{typesv1beta1.ModifiedOutOfBand, typesv1beta1.Missing, typesv1beta1.OutdatedTemplate, typesv1beta1.OutdatedOverrides, typesv1beta1.Waived}
 
 // ParseSinkSpec parses a --notify-webhook value: an http(s) URL, then
 // optional filter terms separated by spaces (which a URL cannot hold),

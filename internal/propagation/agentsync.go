@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -111,7 +112,7 @@ func (r *Reconciler) agentSync(ctx context.Context, fed *unstructured.Unstructur
 	if res.retry {
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 	}
-	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, nil
+	return untilExpiry(reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}, spec, time.Now()), nil
 }
 
 // agentRefuse records in the agent's entry of cpv that what cpv tells the

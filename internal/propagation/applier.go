@@ -1,6 +1,8 @@
 package propagation
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"slices"
@@ -27,6 +29,8 @@ type applier struct {
 	written  lastWrites
 	// defaultRemediation is the drift policy of resources that name none.
 	defaultRemediation typesv1beta1.Remediation
+	// maxWaiver is how far ahead a drift waiver may expire and be honoured.
+	maxWaiver time.Duration
 	// agent is set when the applier runs in a Pull cluster's agent.
 	agent *agentSide
 	// health judges the copies; nil: not judged.

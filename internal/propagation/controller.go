@@ -28,6 +28,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/copyhealth"
+	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
 
@@ -49,6 +50,9 @@ type Options struct {
 	// DefaultRemediation applies to resources whose drift policy names
 	// none: Enforce (also when empty) or Alert.
 	DefaultRemediation typesv1beta1.Remediation
+	// MaxWaiver is how far ahead a drift waiver may expire and be
+	// honoured (--max-waiver-duration); drift.DefaultMaxWaiver when 0.
+	MaxWaiver time.Duration
 	// ResyncPeriod is how often every resource is synced again even when
 	// nothing signalled a change (0: never); a resync with nothing drifted
 	// writes nothing.
@@ -70,6 +74,7 @@ func DefaultOptions() Options {
 		MemberListTimeout:  30 * time.Second,
 		RetryPeriod:        30 * time.Second,
 		DefaultRemediation: typesv1beta1.RemediationEnforce,
+		MaxWaiver:          drift.DefaultMaxWaiver,
 		ResyncPeriod:       10 * time.Minute,
 	}
 }
@@ -137,7 +142,7 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 	return &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
 		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
-		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, agent: agent, health: opts.Health},
+		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, maxWaiver: opts.MaxWaiver, agent: agent, health: opts.Health},
 		record: &cpvStore{typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: opts.Namespace, now: time.Now, agent: agent},
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
 			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},

@@ -88,6 +88,9 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 	if ep, ended := endedEpisode(prev, res, v, resync, now); ended {
 		cv.DriftHistory = withEpisode(prev.DriftHistory, ep)
 	}
+	if res.decided && res.decision.Waiver != nil && res.state == typesv1beta1.Waived {
+		cv.WaivedUntil = &metav1.Time{Time: res.decision.Waiver.Expires}
+	}
 	if len(res.changes) > 0 {
 		var managers []string
 		cv.ChangedPaths, managers = drift.Paths(res.changes)

@@ -3,6 +3,7 @@ package propagation
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -48,6 +49,9 @@ type Copy struct {
 	// Force: kubefed.io/resync has a new value; every placed cluster is
 	// written.
 	Force bool
+	// Now is when the policy's waivers are judged; the time of the
+	// decision when zero.
+	Now time.Time
 }
 
 // Decision is the write decision for one cluster, and why.
@@ -63,6 +67,9 @@ type Decision struct {
 	// NewContent: the write carries content the copy does not have yet,
 	// which a rollout in waves may hold back.
 	NewContent bool
+	// Waiver is, when State is Waived, the waiver of the waived changes
+	// that expires first.
+	Waiver *drift.Waiver
 }
 
 // OutOfBand tells whether the drift found is someone else's doing in the
@@ -218,6 +225,16 @@ func decideDrift(c Copy, paths func([]drift.Change) []drift.Change) (Decision, e
 	if len(changes) == 0 {
 		return Decision{Action: ActionUnchanged}, nil
 	}
+	waived, rest, w := c.Policy.Waive(changes, c.now())
+	if len(rest) == 0 {
+		// Kept, whatever the remediation, until the waiver expires.
+		d := Decision{Action: ActionUnchanged, State: typesv1beta1.Waived, Changes: paths(waived), Waiver: &w}
+		d.Reason = fmt.Sprintf("changed in the member by %s; kept: %s", changedBy(d.Changes), describeWaiver(w))
+		return d, nil
+	}
+	// The other paths are handled as always; a write keeps the waived
+	// ones' member values (Policy.Retained).
+	changes = rest
 	d := Decision{State: typesv1beta1.ModifiedOutOfBand, Changes: paths(changes)}
 	what := "changed in the member by " + changedBy(d.Changes)
 	if c.Policy.Enforced() {
@@ -226,6 +243,24 @@ func decideDrift(c Copy, paths func([]drift.Change) []drift.Change) (Decision, e
 	}
 	d.Action, d.Reason = ActionUnchanged, fmt.Sprintf("%s; left as it is (remediation %s)", what, c.Policy.Remediation)
 	return d, nil
+}
+
+// now is when c's waivers are judged.
+func (c Copy) now() time.Time {
+	if c.Now.IsZero() {
+		return time.Now()
+	}
+	return c.Now
+}
+
+// describeWaiver says which waiver keeps a drift: "waived until
+// 2026-12-24T00:00:00Z (valve maintenance, ops@example.com)".
+func describeWaiver(w drift.Waiver) string {
+	why := w.Reason
+	if w.Owner != "" {
+		why += ", " + w.Owner
+	}
+	return fmt.Sprintf("waived until %s (%s)", w.Expires.UTC().Format(time.RFC3339), why)
 }
 
 // changedBy says who changed which paths: "kubectl-edit: /data/A".

@@ -61,7 +61,7 @@ func driftTransition(prev typesv1beta1.ClusterVersion, res clusterResult) (notif
 	case res.healed.state != "":
 		return notify.Healed, true
 	case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
-		if res.remediation == typesv1beta1.RemediationAlert && (res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Missing) {
+		if res.state == typesv1beta1.Waived || res.remediation == typesv1beta1.RemediationAlert && (res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Missing) {
 			return notify.Alerted, true // left as it is
 		}
 		return notify.Detected, true
@@ -117,7 +117,7 @@ func (rep *reporter) transition(fed *unstructured.Unstructured, in *syncInput, p
 // write the cluster, which the Propagated condition reports).
 func isDrift(s typesv1beta1.DriftState) bool {
 	switch s {
-	case typesv1beta1.ModifiedOutOfBand, typesv1beta1.Missing, typesv1beta1.OutdatedTemplate, typesv1beta1.OutdatedOverrides:
+	case typesv1beta1.ModifiedOutOfBand, typesv1beta1.Missing, typesv1beta1.OutdatedTemplate, typesv1beta1.OutdatedOverrides, typesv1beta1.Waived:
 		return true
 	}
 	return false

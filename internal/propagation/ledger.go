@@ -70,7 +70,7 @@ func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.
 // resync, or to heal or catch up), the template or overrides moving to
 // what the unwritten copy holds, or the copy returning by itself.
 func resolution(prev typesv1beta1.ClusterVersion, ep typesv1beta1.DriftEpisode, res clusterResult, resync string) (typesv1beta1.Resolution, string) {
-	outOfBand := prev.State == typesv1beta1.ModifiedOutOfBand || prev.State == typesv1beta1.Missing
+	outOfBand := prev.State == typesv1beta1.ModifiedOutOfBand || prev.State == typesv1beta1.Missing || prev.State == typesv1beta1.Waived
 	switch {
 	case res.written && resync != "":
 		return typesv1beta1.ResolvedByResync, resync

@@ -187,6 +187,7 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 	}
 	seen(sc, existing)
 	policy := PolicyFor(in.spec, name, a.defaultRemediation)
+	policy.MaxWaiver = a.maxWaiver
 	d, f, err := a.classify(in, name, desired, existing, policy)
 	if err != nil {
 		return applyFailed(name, err, false)
@@ -210,14 +211,14 @@ func (a *applier) act(ctx context.Context, member *clustercache.Member, in *sync
 	switch {
 	case d.Action == ActionConflict:
 		return clusterResult{name: name, reason: typesv1beta1.ClusterAlreadyExists, state: typesv1beta1.AlreadyExists, message: d.Reason}
-	case d.Action == ActionUnchanged && d.OutOfBand():
+	case d.Action == ActionUnchanged && (d.OutOfBand() || d.State == typesv1beta1.Waived):
 		return reported(name, d, existing, policy)
 	case d.Action == ActionUnchanged:
 		res := inSync(name, existing)
 		res.remediation = policy.Remediation
 		return res
 	}
-	res := a.write(ctx, member, in, desired, existing, hash)
+	res := a.write(ctx, member, in, desired, existing, hash, policy)
 	res.remediation = policy.Remediation
 	if res.written && f.state != "" {
 		res.healed = f
@@ -256,9 +257,10 @@ func (a *applier) readCopy(ctx context.Context, member *clustercache.Member, in 
 	return nil, &res
 }
 
-// write applies desired as stamped makes it.
-func (a *applier) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string) clusterResult {
-	desired = stamped(desired, existing, in.spec.RetainReplicas, in.v, in.fed.GetUID())
+// write applies desired as stamped makes it, keeping the member's values
+// of the paths policy retains.
+func (a *applier) write(ctx context.Context, member *clustercache.Member, in *syncInput, desired, existing *unstructured.Unstructured, hash string, policy drift.Policy) clusterResult {
+	desired = stamped(desired, existing, retained(in.spec, policy), in.v, in.fed.GetUID())
 	if a.typ.IsNamespace() && existing == nil {
 		if failed := a.createNamespaceCopy(ctx, member, desired.GetName()); failed != nil {
 			return *failed
@@ -525,18 +527,30 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 	return true, nil
 }
 
+// retained are the paths whose member values a write keeps: the replicas
+// when the resource retains them, and the paths of the waivers policy
+// honours now.
+func retained(spec render.Spec, policy drift.Policy) []string {
+	paths := policy.Retained(time.Now())
+	if spec.RetainReplicas {
+		paths = append(paths, "/spec/replicas")
+	}
+	return paths
+}
+
 // stamped is the object a sync applies for desired, whose content hash
-// the copy records: desired with the member's replicas when the resource
-// retains them (existing is the member's copy, nil when none), stamped
-// with the versions v, the content hash and owner, the UID of the
-// resource. The owner is stamped after hashing, so it is no part of the
-// hash (see ownCopy). A preview (Previewer) dry-runs the same object.
-func stamped(desired, existing *unstructured.Unstructured, retainReplicas bool, v render.Versions, owner types.UID) *unstructured.Unstructured {
+// the copy records: desired with the member's values at the paths it
+// retains (existing is the member's copy, nil when none; a path it lacks
+// keeps desired's value), stamped with the versions v, the content hash
+// and owner, the UID of the resource. The owner is stamped after hashing,
+// so it is no part of the hash (see ownCopy). A preview (Previewer)
+// dry-runs the same object.
+func stamped(desired, existing *unstructured.Unstructured, retain []string, v render.Versions, owner types.UID) *unstructured.Unstructured {
 	out := desired.DeepCopy()
 	hash := render.ContentHash(desired.Object)
-	if retainReplicas && existing != nil {
-		if replicas, found, _ := unstructured.NestedFieldCopy(existing.Object, "spec", "replicas"); found {
-			_ = unstructured.SetNestedField(out.Object, replicas, "spec", "replicas")
+	if existing != nil {
+		for _, path := range retain {
+			drift.Keep(out.Object, existing.Object, path)
 		}
 	}
 	annotations := out.GetAnnotations()

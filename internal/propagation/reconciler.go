@@ -16,6 +16,7 @@ import (
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
@@ -135,7 +136,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err := r.recordVersions(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	res = r.requeue(s.results)
+	res = untilExpiry(r.requeue(s.results), s.spec, time.Now())
 	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {
 		res.RequeueAfter = s.rollout.Decision.Requeue
 	}
@@ -238,6 +239,21 @@ func (r *Reconciler) requeue(results []clusterResult) reconcile.Result {
 		return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}
 	}
 	return reconcile.Result{RequeueAfter: jittered(r.opts.ResyncPeriod)}
+}
+
+// untilExpiry brings res forward to just after the next expiry of one of
+// spec's drift waivers, so that the policy applies again at once when the
+// waiver ends.
+func untilExpiry(res reconcile.Result, spec render.Spec, now time.Time) reconcile.Result {
+	next := drift.NextExpiry(spec.DriftPolicy, now)
+	if next.IsZero() {
+		return res
+	}
+	after := next.Sub(now) + 100*time.Millisecond
+	if res.RequeueAfter == 0 || after < res.RequeueAfter {
+		res.RequeueAfter = after
+	}
+	return res
 }
 
 // addFinalizer adds the sync finalizer to fed, if it lacks it.

@@ -24,9 +24,12 @@ func propagatedReason(placed int, results []clusterResult) (string, string) {
 	if placed == 0 {
 		return typesv1beta1.ReasonNoClusters, "the placement selects no cluster"
 	}
-	// A copy changed out of band still has the current versions: that is
-	// drift (the Drifted condition), not a failed propagation.
-	notPropagated := slices.DeleteFunc(slices.Clone(results), func(res clusterResult) bool { return res.state == typesv1beta1.ModifiedOutOfBand })
+	// A copy changed out of band (waived or not) still has the current
+	// versions: that is drift (the Drifted condition), not a failed
+	// propagation.
+	notPropagated := slices.DeleteFunc(slices.Clone(results), func(res clusterResult) bool {
+		return res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Waived
+	})
 	if failed := listNotInSync(notPropagated); failed != "" {
 		return typesv1beta1.ReasonPropagationFailed, failed
 	}

@@ -9,7 +9,7 @@ import (
 
 // DriftState classifies how a member's copy differs from what the control
 // plane wants.
-// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed;AlreadyExists;RolloutPending
+// +kubebuilder:validation:Enum=InSync;OutdatedTemplate;OutdatedOverrides;ModifiedOutOfBand;Missing;Unreachable;ApplyFailed;AlreadyExists;RolloutPending;Waived
 type DriftState string
 
 const (
@@ -36,6 +36,10 @@ const (
 	// waves holds it at (targetRevision), not the latest one yet. It is
 	// not drift.
 	RolloutPending DriftState = "RolloutPending"
+	// Waived: someone edited the member's copy at paths a waiver of the
+	// resource's drift policy covers (spec.driftPolicy.waivers): the edit is
+	// kept, even under Enforce, until the waiver expires (waivedUntil).
+	Waived DriftState = "Waived"
 )
 
 // Version is a change counter: "3" means the third version.
@@ -270,6 +274,11 @@ type ClusterVersion struct {
 	// Remediation in effect for this cluster: Enforce or Alert.
 	// +optional
 	Remediation Remediation `json:"remediation,omitempty"`
+
+	// WaivedUntil is, for a Waived copy, when the waiver that keeps its
+	// edit expires; its reason is in the message.
+	// +optional
+	WaivedUntil *metav1.Time `json:"waivedUntil,omitempty"`
 
 	// Resync is the value of the federated resource's kubefed.io/resync
 	// annotation this cluster last acted on; set by a Pull cluster's agent,

@@ -240,6 +240,46 @@ type DriftPolicy struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	Clusters []ClusterDriftPolicy `json:"clusters,omitempty"`
+
+	// Waivers keep out-of-band edits of some paths in some clusters until
+	// they expire: such a drift is left as it is, even under Enforce, and
+	// its CPV entry says Waived; a drift of any other path is handled as
+	// always. An expired waiver counts for nothing: the policy applies
+	// again at once.
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Waivers []DriftWaiver `json:"waivers,omitempty"`
+}
+
+// DriftWaiver lets the drift of paths in clusters stay until it expires.
+type DriftWaiver struct {
+	// Clusters the waiver applies in, by name.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=set
+	Clusters []ClusterName `json:"clusters"`
+
+	// Paths waived, as JSON pointers (as ignorePaths); each covers
+	// everything under it.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=set
+	Paths []JSONPointer `json:"paths"`
+
+	// Expires is when the waiver ends. The controller honours a waiver
+	// only while it expires at most --max-waiver-duration (30 days by
+	// default) ahead.
+	Expires metav1.Time `json:"expires"`
+
+	// Reason says why the drift may stay, for whoever reads the CPV.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason"`
+
+	// Owner is who answers for the waiver, such as an e-mail address.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Owner string `json:"owner,omitempty"`
 }
 
 // ClusterDriftPolicy is the drift policy of one cluster.

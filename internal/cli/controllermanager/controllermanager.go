@@ -140,6 +140,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.DurationVar(&o.propagation.RetryPeriod, "propagation-retry-period", o.propagation.RetryPeriod, "how soon a resource that could not reach every cluster is synced again")
 	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
 	f.StringVar((*string)(&o.propagation.DefaultRemediation), "default-remediation", string(o.propagation.DefaultRemediation), "what to do when a member's copy drifts, for resources whose driftPolicy names nothing: Enforce (re-apply at once) or Alert (report only)")
+	f.DurationVar(&o.propagation.MaxWaiver, "max-waiver-duration", o.propagation.MaxWaiver, "how far ahead a drift waiver (spec.driftPolicy.waivers) may expire and be honoured; one that expires later keeps nothing until it is within this")
 	f.DurationVar(&o.propagation.ResyncPeriod, "resync-period", o.propagation.ResyncPeriod, "how often every federated resource is compared with its member copies again even without a change event (0 disables); nothing is written when nothing drifted")
 	o.notify.AddFlags(f)
 	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins: * for all ("+strings.Join(scheduler.Registry().Names(), ", ")+"), -Name to disable one, e.g. *,-Capacity")
@@ -186,6 +187,9 @@ func (o *options) validate() error {
 	}
 	if o.propagation.ResyncPeriod < 0 {
 		return fmt.Errorf("--resync-period must not be negative")
+	}
+	if o.propagation.MaxWaiver <= 0 {
+		return fmt.Errorf("--max-waiver-duration must be positive")
 	}
 	if err := o.notify.Validate(); err != nil {
 		return err

@@ -182,7 +182,7 @@ func runCodify(ctx context.Context, s streams.IO, o *codifyOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", describe, err)
 	}
-	if err := writeOverrides(ctx, c, r.Fed, overrides, o.dryRun); err != nil {
+	if err := writeSpec(ctx, c, r.Fed, overrides, o.dryRun, "overrides"); err != nil {
 		return fmt.Errorf("%s: %w", describe, refusedPaths(err, overrides, o.cluster))
 	}
 	secret := scrub.IsSecret(kind.Type.Target)
@@ -322,21 +322,21 @@ func valueAt(obj map[string]any, pointer string) (any, bool) {
 	return cur, true
 }
 
-// writeOverrides writes overrides as fed's spec.overrides, with the
-// caller's identity; the write fails if fed changed since it was read, so
-// that no override written meanwhile is lost.
-func writeOverrides(ctx context.Context, c client.Client, fed *unstructured.Unstructured, overrides []typesv1beta1.ClusterOverride, dryRun bool) error {
-	raw, err := json.Marshal(overrides)
+// writeSpec writes value (encoded as JSON) at the field of fed's spec
+// that fields name, with the caller's identity; the write fails if fed
+// changed since it was read, so that nothing written meanwhile is lost.
+func writeSpec(ctx context.Context, c client.Client, fed *unstructured.Unstructured, value any, dryRun bool, fields ...string) error {
+	raw, err := json.Marshal(value)
 	if err != nil {
-		return fmt.Errorf("encoding the overrides: %w", err)
+		return fmt.Errorf("encoding spec.%s: %w", strings.Join(fields, "."), err)
 	}
-	var list []any
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return fmt.Errorf("encoding the overrides: %w", err)
+	var decoded any
+	if err := json.Unmarshal(raw, &decoded); err != nil {
+		return fmt.Errorf("encoding spec.%s: %w", strings.Join(fields, "."), err)
 	}
 	obj := fed.DeepCopy()
-	if err := unstructured.SetNestedSlice(obj.Object, list, "spec", "overrides"); err != nil {
-		return fmt.Errorf("setting spec.overrides: %w", err)
+	if err := unstructured.SetNestedField(obj.Object, decoded, append([]string{"spec"}, fields...)...); err != nil {
+		return fmt.Errorf("setting spec.%s: %w", strings.Join(fields, "."), err)
 	}
 	var opts []client.PatchOption
 	if dryRun {
@@ -344,7 +344,7 @@ func writeOverrides(ctx context.Context, c client.Client, fed *unstructured.Unst
 	}
 	err = c.Patch(ctx, obj, client.MergeFromWithOptions(fed, client.MergeFromWithOptimisticLock{}), opts...)
 	if apierrors.IsConflict(err) {
-		return errors.New("it changed since it was read: nothing was written; run codify again")
+		return errors.New("it changed since it was read: nothing was written; run the command again")
 	}
 	return err
 }

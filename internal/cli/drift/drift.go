@@ -36,7 +36,8 @@ with the host, as the control plane last saw them: every cluster entry of a
 ClusterPropagatedVersion whose state is not InSync.
 
 STATE is OutdatedTemplate or OutdatedOverrides (the member missed an update),
-ModifiedOutOfBand (someone edited the copy in the member), Missing (it was
+ModifiedOutOfBand (someone edited the copy in the member), Waived (an edit
+a waiver of the drift policy keeps until it expires), Missing (it was
 deleted there), Unreachable, ApplyFailed, or AlreadyExists (the member has an
 object of that name that Fedwarden does not manage). AGE is how long the copy
 has been out of sync, PATHS the first fields changed out of band. -o wide adds
@@ -55,8 +56,9 @@ and after.
 The list reads only the host: 'fedwarden diff KIND/NAME' compares the copies
 in the members themselves, 'fedwarden resync KIND/NAME' writes them again,
 'fedwarden drift suggest' proposes the ignoreManagers and ignorePaths
-entries that would silence what keeps drifting, and 'fedwarden drift
-codify' makes a cluster's drifted values its overrides.
+entries that would silence what keeps drifting, 'fedwarden drift codify'
+makes a cluster's drifted values its overrides, and 'fedwarden drift waive'
+lets a drift stay until a date.
 ClusterPropagatedVersions of cluster-scoped federated resources live in the
 control-plane namespace (kube-federation-system).
 
@@ -78,7 +80,10 @@ const example = `  # Drift in the namespace of the current context
   fedwarden drift suggest -A
 
   # Keep a hand edit: make cluster2's drifted values its overrides
-  fedwarden drift codify fdeploy/web -n shop --cluster cluster2`
+  fedwarden drift codify fdeploy/web -n shop --cluster cluster2
+
+  # Keep a hand scale in cluster2 for four hours, even under Enforce
+  fedwarden drift waive fdeploy/web -n shop --cluster cluster2 --path /spec/replicas --for 4h --reason "load test"`
 
 // NewCommand returns `fedwarden drift`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -100,7 +105,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a table, wide, json or yaml")
 	f.DurationVar(&o.timeout, "timeout", time.Minute, "how long any one request to the host may take")
 	f.BoolVar(&o.history, "history", false, "list the drift episodes that have ended, from the drift ledger, instead of the current drift")
-	cmd.AddCommand(newSuggestCommand(s), newCodifyCommand(s))
+	cmd.AddCommand(newSuggestCommand(s), newCodifyCommand(s), newWaiveCommand(s))
 	return cmd
 }
 

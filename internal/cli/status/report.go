@@ -120,6 +120,7 @@ var driftStates = []typesv1beta1.DriftState{
 	typesv1beta1.OutdatedTemplate,
 	typesv1beta1.OutdatedOverrides,
 	typesv1beta1.ModifiedOutOfBand,
+	typesv1beta1.Waived,
 	typesv1beta1.Missing,
 	typesv1beta1.Unreachable,
 	typesv1beta1.ApplyFailed,

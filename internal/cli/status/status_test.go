@@ -173,7 +173,7 @@ func TestReport(t *testing.T) {
 		t.Errorf("resources: %d total, %d propagated, %d drifted; want 5, 4, 4", res.Total, res.Propagated, res.Drifted)
 	}
 	wantStates := map[typesv1beta1.DriftState]int{
-		typesv1beta1.InSync: 4, typesv1beta1.OutdatedTemplate: 1, typesv1beta1.OutdatedOverrides: 0, typesv1beta1.ModifiedOutOfBand: 1,
+		typesv1beta1.InSync: 4, typesv1beta1.OutdatedTemplate: 1, typesv1beta1.OutdatedOverrides: 0, typesv1beta1.ModifiedOutOfBand: 1, typesv1beta1.Waived: 0,
 		typesv1beta1.Missing: 1, typesv1beta1.Unreachable: 1, typesv1beta1.ApplyFailed: 1, typesv1beta1.AlreadyExists: 0,
 	}
 	if !maps.Equal(res.ClusterStates, wantStates) {
@@ -337,7 +337,7 @@ func TestJSONAndYAML(t *testing.T) {
 			if c := got.Clusters[1]; c["ready"] != "False" || c["reason"] != "ClusterUnreachable" || c["mode"] != "Pull" {
 				t.Errorf("second cluster: %v", c)
 			}
-			if states, _ := got.Resources["clusterStates"].(map[string]any); len(states) != 8 || states["InSync"] != 4.0 || states["AlreadyExists"] != 0.0 {
+			if states, _ := got.Resources["clusterStates"].(map[string]any); len(states) != 9 || states["InSync"] != 4.0 || states["AlreadyExists"] != 0.0 {
 				t.Errorf("clusterStates: %v", got.Resources["clusterStates"])
 			}
 			if len(got.WorstOffenders) != 4 {

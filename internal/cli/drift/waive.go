@@ -1,0 +1,195 @@
+package drift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/cache"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/cmdline"
+	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/kindref"
+	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/render"
+	"github.com/fedwarden/fedwarden/internal/streams"
+)
+
+// waiveOptions are the flags and argument of drift waive.
+type waiveOptions struct {
+	ref       kindref.Ref
+	namespace string
+	clusters  []string
+	paths     []string
+	lasts     time.Duration
+	reason    string
+	owner     string
+	max       time.Duration
+	dryRun    bool
+	host      kubeconfig.Source
+	timeout   time.Duration
+}
+
+const waiveLong = `Waive lets a drift stay for a while: it adds a waiver to the federated
+resource's spec.driftPolicy.waivers. While it lasts, an out-of-band edit of
+the waived paths in the waived clusters is kept, even under Enforce, and
+the cluster's CPV entry says Waived, with the waiver's expiry; an edit of
+any other path is handled as always, and a write of the copy keeps the
+member's values at the waived paths. When it expires the drift policy
+applies again at once: Enforce heals the edit, Alert reports it.
+
+--for is how long it lasts, at most --max-waiver-duration (30 days, as the
+controller's flag of that name: the controller honours no waiver that
+expires later). --reason is required; --owner says who answers for it.
+Waive writes with your own identity in the host (patch on the federated
+resource), refused if the resource changed since it was read; the
+resource's other waivers are kept. --dry-run asks the host's admission and
+writes nothing.
+
+Exit codes: 0 written (or would be, with --dry-run), 1 error, 2 bad flags or
+arguments.`
+
+const waiveExample = `  # Keep the hand-set mode of cluster2's copy through a maintenance window
+  fedwarden drift waive fconfigmap/valves -n plant --cluster cluster2 --path /data/mode \
+    --for 4h --reason "valve maintenance" --owner ops@example.com`
+
+// newWaiveCommand returns `fedwarden drift waive`.
+func newWaiveCommand(s streams.IO) *cobra.Command {
+	o := &waiveOptions{}
+	cmd := cmdline.Setup(&cobra.Command{
+		Use:     "waive KIND/NAME --cluster CLUSTER --path PATH --for DURATION --reason REASON",
+		Short:   "Let the drift of some paths in some clusters stay until a waiver expires",
+		Long:    waiveLong,
+		Example: waiveExample,
+		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ref, err := kindref.ParseRef(args[0])
+			if err != nil {
+				return streams.UsageError(err)
+			}
+			o.ref = ref
+			return runWaive(cmd.Context(), s, o)
+		},
+	})
+	kubeconfig.AddHostFlags(cmd, &o.host)
+	f := cmd.Flags()
+	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the federated resource (default the context's namespace, else default)")
+	f.StringArrayVar(&o.clusters, "cluster", nil, "a cluster the waiver applies in; repeat it for several (required)")
+	f.StringArrayVar(&o.paths, "path", nil, "a path waived, as a JSON pointer such as /spec/replicas, covering everything under it; repeat it for several (required)")
+	f.DurationVar(&o.lasts, "for", 0, "how long the waiver lasts, such as 4h (required)")
+	f.StringVar(&o.reason, "reason", "", "why the drift may stay (required, at most 256 characters)")
+	f.StringVar(&o.owner, "owner", "", "who answers for the waiver, such as an e-mail address (at most 128 characters)")
+	f.DurationVar(&o.max, "max-waiver-duration", drift.DefaultMaxWaiver, "the longest --for allowed, as the controller's flag of that name")
+	f.BoolVar(&o.dryRun, "dry-run", false, "ask the host's admission, print, and write nothing")
+	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host may take")
+	return cmd
+}
+
+// validate checks the flags that need no cluster.
+func (o *waiveOptions) validate() error {
+	var errs []error
+	if len(o.clusters) == 0 {
+		errs = append(errs, errors.New("--cluster is required: the clusters the waiver applies in"))
+	}
+	for _, c := range o.clusters {
+		if msgs := validation.IsDNS1123Label(c); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--cluster: %q is not a cluster name: %s", c, strings.Join(msgs, "; ")))
+		}
+	}
+	if len(o.paths) == 0 {
+		errs = append(errs, errors.New("--path is required: the paths whose drift may stay"))
+	}
+	for _, p := range o.paths {
+		if !strings.HasPrefix(p, "/") || len(p) < 2 || len(p) > 256 {
+			errs = append(errs, fmt.Errorf("--path %q is not a JSON pointer such as /spec/replicas", p))
+		}
+	}
+	switch {
+	case o.lasts <= 0:
+		errs = append(errs, errors.New("--for is required, and must be positive: how long the waiver lasts"))
+	case o.lasts > o.max:
+		errs = append(errs, fmt.Errorf("--for %s is longer than --max-waiver-duration %s: the controller would not honour the waiver", o.lasts, o.max))
+	}
+	if o.reason == "" || len(o.reason) > 256 {
+		errs = append(errs, errors.New("--reason is required, at most 256 characters: why the drift may stay"))
+	}
+	if len(o.owner) > 128 {
+		errs = append(errs, errors.New("--owner may have at most 128 characters"))
+	}
+	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
+	return errors.Join(errs...)
+}
+
+func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
+	if err := o.validate(); err != nil {
+		return streams.UsageError(err)
+	}
+	host, err := kubeconfig.Load(o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	c, disco, err := host.Clients(o.timeout)
+	if err != nil {
+		return err
+	}
+	resolver, err := kindref.NewResolver(ctx, c, disco)
+	if err != nil {
+		return err
+	}
+	kind, err := resolver.Resolve(o.ref.Kind)
+	if err != nil {
+		return streams.UsageError(err)
+	}
+	fed, err := kind.Get(ctx, c, kind.Key(o.ref.Name, namespace))
+	if err != nil {
+		return err
+	}
+	describe := kind.Type.Federated.Kind + " " + cache.NewObjectName(fed.GetNamespace(), fed.GetName()).String()
+	spec, err := render.ParseSpec(fed)
+	if err != nil {
+		return fmt.Errorf("%s: %w", describe, err)
+	}
+	w := o.waiver(time.Now())
+	var waivers []typesv1beta1.DriftWaiver
+	if spec.DriftPolicy != nil {
+		waivers = spec.DriftPolicy.Waivers
+	}
+	waivers = append(waivers, w)
+	if err := writeSpec(ctx, c, fed, waivers, o.dryRun, "driftPolicy", "waivers"); err != nil {
+		return fmt.Errorf("%s: %w", describe, err)
+	}
+	what := fmt.Sprintf("the drift of %s in %s of %s is kept until %s",
+		strings.Join(o.paths, ", "), strings.Join(o.clusters, ", "), describe, w.Expires.UTC().Format(time.RFC3339))
+	if o.dryRun {
+		_, err = fmt.Fprintf(s.ErrOut, "Dry run: the host's admission accepts the waiver (%s); nothing was written.\n", what)
+		return err
+	}
+	_, err = fmt.Fprintf(s.Out, "Waived: %s (%s).\n", what, w.Reason)
+	return err
+}
+
+// waiver is the waiver o asks for, from now, to the second.
+func (o *waiveOptions) waiver(now time.Time) typesv1beta1.DriftWaiver {
+	w := typesv1beta1.DriftWaiver{
+		Expires: metav1.NewTime(now.Add(o.lasts).UTC().Truncate(time.Second)),
+		Reason:  o.reason,
+		Owner:   o.owner,
+	}
+	for _, c := range o.clusters {
+		w.Clusters = append(w.Clusters, typesv1beta1.ClusterName(c))
+	}
+	for _, p := range o.paths {
+		w.Paths = append(w.Paths, typesv1beta1.JSONPointer(p))
+	}
+	return w
+}

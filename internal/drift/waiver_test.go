@@ -1,0 +1,65 @@
+package drift
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// TestWaivers: PolicyFor keeps the waivers that name the cluster; Active
+// honours those not expired and within the maximum; Waive splits changes
+// by the paths they cover, and names the waiver that expires first.
+func TestWaivers(t *testing.T) {
+	now := time.Date(2026, 12, 20, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d)) }
+	p := &typesv1beta1.DriftPolicy{Waivers: []typesv1beta1.DriftWaiver{
+		{Clusters: []typesv1beta1.ClusterName{"a", "b"}, Paths: []typesv1beta1.JSONPointer{"/spec/replicas"}, Expires: at(2 * time.Hour), Reason: "later"},
+		{Clusters: []typesv1beta1.ClusterName{"a"}, Paths: []typesv1beta1.JSONPointer{"/metadata/labels/"}, Expires: at(time.Hour), Reason: "sooner"},
+		{Clusters: []typesv1beta1.ClusterName{"a"}, Paths: []typesv1beta1.JSONPointer{"/spec/paused"}, Expires: at(-time.Hour), Reason: "expired"},
+		{Clusters: []typesv1beta1.ClusterName{"a"}, Paths: []typesv1beta1.JSONPointer{"/spec/strategy"}, Expires: at(40 * 24 * time.Hour), Reason: "too far"},
+		{Clusters: []typesv1beta1.ClusterName{"c"}, Paths: []typesv1beta1.JSONPointer{"/data"}, Expires: at(time.Hour), Reason: "another cluster"},
+	}}
+	pol := PolicyFor(p, "a", typesv1beta1.RemediationEnforce)
+	if len(pol.Waivers) != 4 || len(pol.Active(now)) != 2 {
+		t.Fatalf("waivers of a: %d, active %d; want 4 and 2", len(pol.Waivers), len(pol.Active(now)))
+	}
+	pol.MaxWaiver = 50 * 24 * time.Hour
+	if len(pol.Active(now)) != 3 {
+		t.Errorf("with a longer maximum: %d active, want 3", len(pol.Active(now)))
+	}
+	pol.MaxWaiver = 0
+	changes := []Change{{Path: "/metadata/labels/x"}, {Path: "/spec/paused"}, {Path: "/spec/replicas"}, {Path: "/spec/replicasX"}}
+	waived, rest, first := pol.Waive(changes, now)
+	if len(waived) != 2 || waived[0].Path != "/metadata/labels/x" || waived[1].Path != "/spec/replicas" ||
+		len(rest) != 2 || rest[0].Path != "/spec/paused" || rest[1].Path != "/spec/replicasX" || first.Reason != "sooner" {
+		t.Errorf("Waive: waived %v, rest %v, first %+v", waived, rest, first)
+	}
+	if got := NextExpiry(p, now); !got.Equal(now.Add(time.Hour)) {
+		t.Errorf("NextExpiry = %s, want in an hour", got)
+	}
+	if got := NextExpiry(nil, now); !got.IsZero() {
+		t.Errorf("NextExpiry of no policy = %s", got)
+	}
+}
+
+func TestKeep(t *testing.T) {
+	var obj, live map[string]any
+	_ = json.Unmarshal([]byte(`{"spec":{"replicas":2,"template":{"spec":{"containers":[{"image":"a"}]}}},"metadata":{}}`), &obj)
+	_ = json.Unmarshal([]byte(`{"spec":{"replicas":5,"template":{"spec":{"containers":[{"image":"b"}]}}},"metadata":{"labels":{"x/y":"z","other":"o"}}}`), &live)
+	for _, p := range []string{"/spec/replicas", "/spec/template/spec/containers/0/image", "/metadata/labels/x~1y", "/spec/missing", "/spec/template/spec/containers/3/image"} {
+		Keep(obj, live, p)
+	}
+	got, _ := json.Marshal(obj)
+	want := `{"metadata":{"labels":{"x/y":"z"}},"spec":{"replicas":5,"template":{"spec":{"containers":[{"image":"b"}]}}}}`
+	if string(got) != want {
+		t.Errorf("Keep: %s, want %s", got, want)
+	}
+	live["spec"].(map[string]any)["replicas"] = 7.0
+	if obj["spec"].(map[string]any)["replicas"] != 5.0 {
+		t.Errorf("Keep shares the member's values instead of copying them")
+	}
+}
