@@ -7,18 +7,14 @@ package diff
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
-	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -33,15 +29,13 @@ const (
 
 // options are the flags and argument of diff.
 type options struct {
-	ref          kindref.Ref
-	namespace    string
-	cluster      string
-	controlPlane string
-	host         kubeconfig.Source
-	timeout      time.Duration
-	memberNets   []string
-	networks     egress.Networks
-	showSecrets  bool
+	ref         kindref.Ref
+	namespace   string
+	cluster     string
+	members     memberdiff.Flags
+	host        kubeconfig.Source
+	timeout     time.Duration
+	showSecrets bool
 }
 
 const long = `Diff compares a federated resource's copies in its member clusters with what
@@ -118,13 +112,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the federated resource (default the context's namespace, else default)")
 	f.StringVar(&o.cluster, "cluster", "", "compare only in this cluster, one the resource is placed on")
-	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
-		"control-plane namespace of the host: the members' credential Secrets, and the ClusterPropagatedVersions of cluster-scoped resources")
+	o.members.Add(f)
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host or a member may take")
 	f.BoolVar(&o.showSecrets, "show-secrets", false, "print the values of a Secret's data and stringData, and the annotations that hold them, instead of redacting them: "+
 		"this reveals secret values on your terminal and in whatever records it")
-	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; "+
-		"a member outside them is reported as an error without being contacted (default: any address)")
 	return cmd
 }
 
@@ -132,19 +123,10 @@ func NewCommand(s streams.IO) *cobra.Command {
 func (o *options) validate() error {
 	var errs []error
 	if o.cluster != "" {
-		if msgs := validation.IsDNS1123Label(o.cluster); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--cluster: %q is not a cluster name: %s", o.cluster, strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, memberdiff.ClusterName("--cluster", o.cluster))
 	}
-	if msgs := validation.IsDNS1123Label(o.controlPlane); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--control-plane-namespace: %q is not a namespace name: %s", o.controlPlane, strings.Join(msgs, "; ")))
-	}
+	errs = append(errs, o.members.Validate()...)
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
-	networks, err := egress.ParseNetworks(o.memberNets)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--member-networks: %w", err))
-	}
-	o.networks = networks
 	return errors.Join(errs...)
 }
 

@@ -39,7 +39,7 @@ func newDiffer(s streams.IO, host *kubeconfig.Cluster, o *options) (*differ, err
 		return nil, err
 	}
 	return &differ{
-		host: c, disco: disco, members: memberdiff.NewMembers(o.controlPlane, o.networks, "fedwarden-diff"), controlPlane: o.controlPlane,
+		host: c, disco: disco, members: memberdiff.NewMembers(o.members.ControlPlane, o.members.Networks, "fedwarden-diff"), controlPlane: o.members.ControlPlane,
 		timeout: o.timeout, showSecrets: o.showSecrets, out: s.Out, errOut: s.ErrOut,
 	}, nil
 }

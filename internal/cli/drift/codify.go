@@ -13,15 +13,12 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
-	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
@@ -32,17 +29,15 @@ import (
 
 // codifyOptions are the flags and argument of drift codify.
 type codifyOptions struct {
-	ref          kindref.Ref
-	namespace    string
-	cluster      string
-	paths        []string
-	dryRun       bool
-	output       string
-	controlPlane string
-	memberNets   []string
-	networks     egress.Networks
-	host         kubeconfig.Source
-	timeout      time.Duration
+	ref       kindref.Ref
+	namespace string
+	cluster   string
+	paths     []string
+	dryRun    bool
+	output    string
+	members   memberdiff.Flags
+	host      kubeconfig.Source
+	timeout   time.Duration
 }
 
 const codifyLong = `Codify makes a member's out-of-band edit the desired state: it reads the
@@ -103,9 +98,7 @@ func newCodifyCommand(s streams.IO) *cobra.Command {
 	f.StringArrayVar(&o.paths, "path", nil, "a drifted path to codify, as a JSON pointer such as /spec/replicas; repeat it for several (default every drifted path)")
 	f.BoolVar(&o.dryRun, "dry-run", false, "ask the host's admission, print, and write nothing")
 	f.StringVarP(&o.output, "output", "o", "", "output format: empty for a summary, yaml or json (the cluster's overrides)")
-	f.StringVar(&o.controlPlane, "control-plane-namespace", corev1beta1.DefaultFederationNamespace,
-		"namespace of the member credentials and of the ClusterPropagatedVersions of cluster-scoped resources")
-	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; default: any address")
+	o.members.Add(f)
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host or the member may take")
 	return cmd
 }
@@ -115,8 +108,8 @@ func (o *codifyOptions) validate() error {
 	var errs []error
 	if o.cluster == "" {
 		errs = append(errs, errors.New("--cluster is required: the cluster whose drifted values become its overrides"))
-	} else if msgs := validation.IsDNS1123Label(o.cluster); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--cluster: %q is not a cluster name: %s", o.cluster, strings.Join(msgs, "; ")))
+	} else {
+		errs = append(errs, memberdiff.ClusterName("--cluster", o.cluster))
 	}
 	for _, p := range o.paths {
 		if !strings.HasPrefix(p, "/") || len(p) < 2 {
@@ -126,15 +119,8 @@ func (o *codifyOptions) validate() error {
 	if o.output != "" && o.output != formatYAML && o.output != formatJSON {
 		errs = append(errs, fmt.Errorf("--output %q: want yaml or json, or nothing for a summary", o.output))
 	}
-	if msgs := validation.IsDNS1123Label(o.controlPlane); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("--control-plane-namespace: %q is not a namespace name: %s", o.controlPlane, strings.Join(msgs, "; ")))
-	}
+	errs = append(errs, o.members.Validate()...)
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
-	networks, err := egress.ParseNetworks(o.memberNets)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--member-networks: %w", err))
-	}
-	o.networks = networks
 	return errors.Join(errs...)
 }
 
@@ -154,7 +140,7 @@ func runCodify(ctx context.Context, s streams.IO, o *codifyOptions) error {
 	if err != nil {
 		return err
 	}
-	kind, r, err := memberdiff.Find(ctx, c, disco, o.ref, namespace, o.controlPlane)
+	kind, r, err := memberdiff.Find(ctx, c, disco, o.ref, namespace, o.members.ControlPlane)
 	if err != nil {
 		if errors.Is(err, kindref.ErrUnknownKind) {
 			return streams.UsageError(err)
@@ -166,7 +152,7 @@ func runCodify(ctx context.Context, s streams.IO, o *codifyOptions) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", describe, err)
 	}
-	members := memberdiff.NewMembers(o.controlPlane, o.networks, "fedwarden-drift-codify")
+	members := memberdiff.NewMembers(o.members.ControlPlane, o.members.Networks, "fedwarden-drift-codify")
 	desired, live, err := memberdiff.Live(ctx, memberdiff.Options{Members: members, Host: c, Timeout: o.timeout}, r, pc)
 	if err != nil {
 		return fmt.Errorf("%s in cluster %s: %w", describe, o.cluster, err)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/cache"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -17,6 +16,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
@@ -98,9 +98,7 @@ func (o *waiveOptions) validate() error {
 		errs = append(errs, errors.New("--cluster is required: the clusters the waiver applies in"))
 	}
 	for _, c := range o.clusters {
-		if msgs := validation.IsDNS1123Label(c); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("--cluster: %q is not a cluster name: %s", c, strings.Join(msgs, "; ")))
-		}
+		errs = append(errs, memberdiff.ClusterName("--cluster", c))
 	}
 	if len(o.paths) == 0 {
 		errs = append(errs, errors.New("--path is required: the paths whose drift may stay"))
