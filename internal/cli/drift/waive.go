@@ -8,16 +8,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/driftaction"
 	"github.com/fedwarden/fedwarden/internal/kindref"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
-	"github.com/fedwarden/fedwarden/internal/render"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -153,17 +151,8 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 		return err
 	}
 	describe := kind.Type.Federated.Kind + " " + cache.NewObjectName(fed.GetNamespace(), fed.GetName()).String()
-	spec, err := render.ParseSpec(fed)
-	if err != nil {
-		return fmt.Errorf("%s: %w", describe, err)
-	}
-	w := o.waiver(time.Now())
-	var waivers []typesv1beta1.DriftWaiver
-	if spec.DriftPolicy != nil {
-		waivers = spec.DriftPolicy.Waivers
-	}
-	waivers = append(waivers, w)
-	if err := writeSpec(ctx, c, fed, waivers, o.dryRun, "driftPolicy", "waivers"); err != nil {
+	w := o.waiver().Of(time.Now())
+	if err := driftaction.Waive(ctx, c, &memberdiff.Resource{Type: kind.Type, Fed: fed}, w, o.dryRun); err != nil {
 		return fmt.Errorf("%s: %w", describe, err)
 	}
 	what := fmt.Sprintf("the drift of %s in %s of %s is kept until %s",
@@ -176,18 +165,7 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 	return err
 }
 
-// waiver is the waiver o asks for, from now, to the second.
-func (o *waiveOptions) waiver(now time.Time) typesv1beta1.DriftWaiver {
-	w := typesv1beta1.DriftWaiver{
-		Expires: metav1.NewTime(now.Add(o.lasts).UTC().Truncate(time.Second)),
-		Reason:  o.reason,
-		Owner:   o.owner,
-	}
-	for _, c := range o.clusters {
-		w.Clusters = append(w.Clusters, typesv1beta1.ClusterName(c))
-	}
-	for _, p := range o.paths {
-		w.Paths = append(w.Paths, typesv1beta1.JSONPointer(p))
-	}
-	return w
+// waiver is the waiver o asks for.
+func (o *waiveOptions) waiver() driftaction.Waiver {
+	return driftaction.Waiver{Clusters: o.clusters, Paths: o.paths, For: o.lasts, Reason: o.reason, Owner: o.owner}
 }

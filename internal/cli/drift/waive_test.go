@@ -42,7 +42,7 @@ func TestCodifyAndWaiveUsageErrors(t *testing.T) {
 func TestWaiverFromFlags(t *testing.T) {
 	now := time.Date(2026, 12, 20, 12, 0, 0, 500_000_000, time.UTC)
 	o := &waiveOptions{clusters: []string{"a", "b"}, paths: []string{"/data/mode"}, lasts: 4 * time.Hour, reason: "valve maintenance", owner: "ops@example.com"}
-	w := o.waiver(now)
+	w := o.waiver().Of(now)
 	if !w.Expires.Time.Equal(time.Date(2026, 12, 20, 16, 0, 0, 0, time.UTC)) || len(w.Clusters) != 2 || w.Clusters[1] != "b" ||
 		len(w.Paths) != 1 || w.Paths[0] != "/data/mode" || w.Reason != "valve maintenance" || w.Owner != "ops@example.com" {
 		t.Errorf("waiver %+v", w)

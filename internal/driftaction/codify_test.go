@@ -1,4 +1,4 @@
-package drift
+package driftaction
 
 import (
 	"encoding/json"
