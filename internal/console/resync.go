@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,10 +29,7 @@ type ResyncResult struct {
 // current time, RFC 3339 in UTC. A refusal answers the API server's status
 // code and message.
 func (s *Server) serveResync(w http.ResponseWriter, r *http.Request, v *view) {
-	// A page of another site cannot send this header without the console
-	// allowing it (CORS), which it never does.
-	if r.Header.Get(consoleHeader) != "1" {
-		writeJSON(w, http.StatusForbidden, ResyncResult{Message: "a resync must come from the console's page (header " + consoleHeader + ": 1)"})
+	if !fromConsole(w, r, "a resync") {
 		return
 	}
 	found := s.findRow(w, r, v)
@@ -59,11 +55,7 @@ func (s *Server) serveResync(w http.ResponseWriter, r *http.Request, v *view) {
 	obj.SetNamespace(key.Namespace)
 	obj.SetName(key.Name)
 	if err := v.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		status := http.StatusBadGateway
-		if s, ok := err.(apierrors.APIStatus); ok && s.Status().Code >= 400 {
-			status = int(s.Status().Code)
-		}
-		writeJSON(w, status, ResyncResult{Message: apiMessage(err)})
+		writeJSON(w, statusOf(err), ResyncResult{Message: apiMessage(err)})
 		return
 	}
 	writeJSON(w, http.StatusOK, ResyncResult{Message: "resync requested: " + typesv1beta1.AnnotationResync + "=" + value, Value: value})

@@ -197,6 +197,8 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/resource", s.withView(false, s.serveResource))
 	mux.HandleFunc("GET /api/diff", s.withView(false, s.serveDiff))
 	mux.HandleFunc("POST /api/resync", s.withView(false, s.serveResync))
+	mux.HandleFunc("POST /api/codify", s.withView(false, s.serveCodify))
+	mux.HandleFunc("POST /api/waive", s.withView(false, s.serveWaive))
 	mux.HandleFunc("GET /api/events", s.withView(false, s.serveEvents))
 	return s.secure(mux)
 }

@@ -68,7 +68,8 @@ func (cd *Codified) Write(ctx context.Context, c client.Client, r *memberdiff.Re
 }
 
 // drifted returns the cluster's placement in cpv and the paths to codify:
-// the drifted paths of its entry, or those of want, each of which must be
+// the drifted paths of its entry (ModifiedOutOfBand, or Waived: a kept edit
+// may be codified too), or those of want, each of which must be
 // one of them.
 func drifted(cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, want []string) (typesv1beta1.PlacedCluster, []string, error) {
 	i := slices.IndexFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster })
@@ -80,7 +81,7 @@ func drifted(cpv *typesv1beta1.ClusterPropagatedVersion, cluster string, want []
 		return typesv1beta1.PlacedCluster{}, nil, fmt.Errorf("its ClusterPropagatedVersion has no entry for cluster %s yet", cluster)
 	}
 	cv := cpv.Status.ClusterVersions[j]
-	if cv.State != typesv1beta1.ModifiedOutOfBand || len(cv.ChangedPaths) == 0 {
+	if (cv.State != typesv1beta1.ModifiedOutOfBand && cv.State != typesv1beta1.Waived) || len(cv.ChangedPaths) == 0 {
 		return typesv1beta1.PlacedCluster{}, nil, fmt.Errorf("its copy in cluster %s is %s, with no field changed out of band: there is nothing to codify", cluster, cv.State)
 	}
 	if len(want) == 0 {

@@ -72,17 +72,24 @@ func TestDriftCodify(t *testing.T) {
 // when it has none.
 func overridesOf(t *testing.T, namespace, name string) string {
 	t.Helper()
+	return nestedJSON(t, namespace, name, "spec", "overrides")
+}
+
+// nestedJSON is the field of a FederatedDeployment that fields name, as
+// JSON; "" when it has none.
+func nestedJSON(t *testing.T, namespace, name string, fields ...string) string {
+	t.Helper()
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion("types.kubefed.io/v1beta1")
 	obj.SetKind("FederatedDeployment")
 	if err := hostClient(t).Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, obj); err != nil {
 		t.Fatal(err)
 	}
-	overrides, found, err := unstructured.NestedSlice(obj.Object, "spec", "overrides")
+	v, found, err := unstructured.NestedFieldNoCopy(obj.Object, fields...)
 	if err != nil || !found {
 		return ""
 	}
-	raw, err := json.Marshal(overrides)
+	raw, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}

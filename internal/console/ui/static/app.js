@@ -233,12 +233,13 @@
     const denied = el("span", {"data-testid": "resync-denied", class: "note"});
     const result = el("span", {"data-testid": "resync-result", class: "result", hidden: true});
     const copies = el("table", {"data-testid": "copies"});
+    const judge = el("div", {class: "actions", "data-testid": "judge", hidden: true});
     const diffBox = el("div", {});
     const ledger = el("table", {"data-testid": "history"});
     main.replaceChildren(title, summary, probs,
       el("div", {class: "actions"}, button, denied, result),
       el("h2", {}, "Copies"), copies,
-      el("h2", {}, "Diff: desired against live"), diffBox,
+      el("h2", {}, "Diff: desired against live"), judge, diffBox,
       el("h2", {}, "Drift ledger"), ledger);
 
     button.addEventListener("click", async () => {
@@ -289,6 +290,38 @@
           el("td", {}, c.remediation || ""), el("td", {}, c.message || "")))));
       renderLedger(ledger, data.ledger, false);
       renderDiffHead();
+      renderJudge(data);
+    }
+
+    // Codify and Waive, for the selected cluster's drifted copy: what
+    // `fedwarden drift codify` and `fedwarden drift waive` do, as the user.
+    const codify = el("button", {type: "button", "data-testid": "codify"}, "Codify");
+    const waiveFor = el("input", {type: "text", "data-testid": "waive-for", value: "4h", size: 6, "aria-label": "waive for"});
+    const waiveReason = el("input", {type: "text", "data-testid": "waive-reason", placeholder: "reason", size: 24, "aria-label": "reason"});
+    const waive = el("button", {type: "button", "data-testid": "waive"}, "Waive");
+    const judged = el("span", {"data-testid": "judge-result", class: "result", hidden: true});
+    judge.replaceChildren(codify, el("span", {class: "note"}, " or keep it for "), waiveFor, waiveReason, waive, judged);
+    async function act(path, init) {
+      codify.disabled = waive.disabled = true;
+      judged.hidden = false;
+      judged.className = "result";
+      judged.textContent = "requesting…";
+      const {ok, data} = await api(path + "?" + new URLSearchParams(Object.assign({}, id, {cluster: selected})).toString(),
+        Object.assign({method: "POST", headers: {"X-Fedwarden-Console": "1", "Content-Type": "application/json"}}, init || {}));
+      judged.textContent = (ok ? "" : "refused: ") + (data.message || data.error || "");
+      judged.classList.toggle("refused", !ok);
+      judged.setAttribute("data-ok", ok ? "true" : "false");
+      codify.disabled = waive.disabled = false;
+      loadResource();
+    }
+    codify.addEventListener("click", () => act("api/codify"));
+    waive.addEventListener("click", () => act("api/waive", {body: JSON.stringify({for: waiveFor.value, reason: waiveReason.value})}));
+    function renderJudge(data) {
+      const c = data.clusters.find((c) => c.cluster === selected);
+      const drifted = !!c && (c.state === "ModifiedOutOfBand" || c.state === "Waived") && (c.changedPaths || []).length > 0;
+      judge.hidden = !drifted && judged.hidden;
+      codify.disabled = waive.disabled = !drifted || !data.resyncAllowed;
+      codify.title = waive.title = data.resyncAllowed ? "" : (data.resyncDenied || "not allowed");
     }
 
     const diffHead = el("div", {class: "diff-head"});
