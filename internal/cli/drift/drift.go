@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -196,4 +197,23 @@ func scope(all bool, namespace string, src kubeconfig.Source) (string, error) {
 		return "", streams.UsageError(err)
 	}
 	return ns, nil
+}
+
+// connect loads the host's kubeconfig and makes its clients, for a
+// command about one resource of namespace (the flag's, else the
+// context's); a kubeconfig that cannot be used is a usage error.
+func connect(src kubeconfig.Source, namespace string, timeout time.Duration) (client.Client, discovery.DiscoveryInterface, string, error) {
+	host, err := kubeconfig.Load(src)
+	if err != nil {
+		return nil, nil, "", streams.UsageError(err)
+	}
+	ns, err := kubeconfig.Namespace(namespace, src)
+	if err != nil {
+		return nil, nil, "", streams.UsageError(err)
+	}
+	c, disco, err := host.Clients(timeout)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return c, disco, ns, nil
 }

@@ -126,15 +126,7 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 	if err := o.validate(); err != nil {
 		return streams.UsageError(err)
 	}
-	host, err := kubeconfig.Load(o.host)
-	if err != nil {
-		return streams.UsageError(err)
-	}
-	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
-	if err != nil {
-		return streams.UsageError(err)
-	}
-	c, disco, err := host.Clients(o.timeout)
+	c, disco, namespace, err := connect(o.host, o.namespace, o.timeout)
 	if err != nil {
 		return err
 	}
