@@ -77,6 +77,9 @@ func (o Options) Validate() error {
 	if r := o.Propagation.DefaultRemediation; r != typesv1beta1.RemediationEnforce && r != typesv1beta1.RemediationAlert {
 		errs = append(errs, fmt.Errorf("--default-remediation must be Enforce or Alert, not %q", r))
 	}
+	if o.Propagation.MaxWaiver < 0 {
+		errs = append(errs, errors.New("--max-waiver-duration must not be negative (0 is the default, 30 days)"))
+	}
 	return errors.Join(errs...)
 }
 

@@ -33,6 +33,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"lease too long for the host", func(o *Options) { o.LeaseDuration = 601 * time.Second }, "refuses any other Lease duration"},
 		{"no workers", func(o *Options) { o.Propagation.Workers = 0 }, "--workers"},
 		{"unknown remediation", func(o *Options) { o.Propagation.DefaultRemediation = "Ignore" }, `not "Ignore"`},
+		{"negative waiver maximum", func(o *Options) { o.Propagation.MaxWaiver = -time.Hour }, "--max-waiver-duration must not be negative"},
+		{"a waiver maximum", func(o *Options) { o.Propagation.MaxWaiver = 48 * time.Hour }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -125,6 +125,7 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.DurationVar(&o.agent.Propagation.RetryPeriod, "retry-period", o.agent.Propagation.RetryPeriod, "how soon a resource that could not be written is synced again")
 	f.DurationVar(&o.agent.Propagation.MemberListTimeout, "member-list-timeout", o.agent.Propagation.MemberListTimeout, "how long the first list of a type in this cluster may take")
 	f.StringVar((*string)(&o.agent.Propagation.DefaultRemediation), "default-remediation", string(o.agent.Propagation.DefaultRemediation), "what to do when a copy drifts, for resources whose driftPolicy names nothing: Enforce or Alert")
+	f.DurationVar(&o.agent.Propagation.MaxWaiver, "max-waiver-duration", o.agent.Propagation.MaxWaiver, "how far ahead a drift waiver (spec.driftPolicy.waivers) may expire and be honoured in this cluster, as the controller-manager's flag of that name")
 	f.DurationVar(&o.agent.Propagation.ResyncPeriod, "resync-period", o.agent.Propagation.ResyncPeriod, "how often every resource is compared with its copy again even without a change event (0 disables)")
 	o.agent.Notify.AddFlags(f)
 	f.Float32Var(&o.hostQPS, "host-api-qps", 50, "queries per second towards the host API server")
