@@ -73,6 +73,7 @@ func TestDriftWaiver(t *testing.T) {
 		{"{clusters: [a], paths: [/spec/replicas], reason: r}", "spec.driftPolicy.waivers[0].expires", "Required value"},
 		{"{clusters: [a], paths: [spec/replicas], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0].paths[0]", "should match"},
 		{"{clusters: [a], paths: [/spec/replicas], expires: '2030-01-01T00:00:00Z'}", "spec.driftPolicy.waivers[0].reason", "Required value"},
+		{"{clusters: [a], paths: [/spec/replicas, /metadata/resourceVersion], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0].paths", "must not be the object's identity"},
 	} {
 		obj := newFederatedDeployment(t, s.namespace, "refused", 1, "  driftPolicy: {waivers: ["+tt.waiver+"]}")
 		rejected(t, host.Create(t.Context(), obj, client.DryRunAll), tt.field, tt.why)

@@ -252,6 +252,10 @@ type DriftPolicy struct {
 }
 
 // DriftWaiver lets the drift of paths in clusters stay until it expires.
+// Its paths obey the rule of an override's path: a write keeps the
+// member's values there, so the object's identity, the metadata its API
+// server sets and status cannot be waived.
+// +kubebuilder:validation:XValidation:rule="self.paths.all(p, !(p in ['/metadata', '/kind', '/apiVersion', '/status']) && !['/metadata/name', '/metadata/namespace', '/metadata/generateName', '/metadata/uid', '/metadata/resourceVersion', '/metadata/generation', '/metadata/creationTimestamp', '/metadata/deletionTimestamp', '/metadata/deletionGracePeriodSeconds', '/metadata/managedFields', '/metadata/selfLink', '/status'].exists(q, p.startsWith(q + '/') || p == q))",fieldPath=".paths",message="paths must not be the object's identity, the metadata its API server sets or status, as an override's path: /metadata as a whole, /kind, /apiVersion, /status, and name, namespace, generateName, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, managedFields cannot be waived"
 type DriftWaiver struct {
 	// Clusters the waiver applies in, by name.
 	// +kubebuilder:validation:MinItems=1
