@@ -28,6 +28,8 @@ type Episode struct {
 	After        typesv1beta1.EpisodeVersions `json:"after"`
 	ResolvedBy   typesv1beta1.Resolution      `json:"resolvedBy,omitempty"`
 	Resync       string                       `json:"resync,omitempty"`
+	// Waiver is the waiver that kept the episode's edit, if one did.
+	Waiver *typesv1beta1.EpisodeWaiver `json:"waiver,omitempty"`
 }
 
 // History is one page of the fleet's ended episodes, newest first.
@@ -89,6 +91,7 @@ func episode(r *row, cluster string, e typesv1beta1.DriftEpisode) Episode {
 	return Episode{
 		Resource: r.id, Link: resourceLink(r), Cluster: cluster, Start: e.Start, End: &end, State: string(e.State),
 		ChangedPaths: e.ChangedPaths, ChangedBy: e.ChangedBy, Before: e.Before, After: e.After, ResolvedBy: e.ResolvedBy, Resync: e.Resync,
+		Waiver: e.Waiver,
 	}
 }
 
@@ -106,7 +109,7 @@ func ledger(r *row) []Episode {
 		if c.entry.State != "" && c.entry.State != typesv1beta1.InSync && c.entry.DriftedSince != nil {
 			out = append(out, Episode{
 				Resource: r.id, Link: resourceLink(r), Cluster: c.cluster, Start: *c.entry.DriftedSince, Open: true, State: string(c.entry.State),
-				ChangedPaths: c.entry.ChangedPaths, ChangedBy: c.entry.ChangedBy,
+				ChangedPaths: c.entry.ChangedPaths, ChangedBy: c.entry.ChangedBy, Waiver: c.entry.Waiver,
 				Before: typesv1beta1.EpisodeVersions{TemplateVersion: c.entry.TemplateVersion, OverrideVersion: c.entry.OverrideVersion},
 			})
 		}

@@ -22,11 +22,16 @@ type Policy struct {
 	// MaxWaiver is how far ahead a waiver may expire and be honoured;
 	// DefaultMaxWaiver when 0.
 	MaxWaiver time.Duration
+	// Invalid says why a waiver's clusterSelector could not be judged:
+	// such a waiver applies nowhere, and a sync that would write the copy
+	// must not, lest it undo what the waiver was meant to keep.
+	Invalid error
 }
 
-// PolicyFor resolves p for cluster: the cluster's exception, else the
-// resource's remediation, else def; ignored paths and managers add up.
-func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Remediation) Policy {
+// PolicyFor resolves p for cluster, whose FederatedCluster has
+// clusterLabels: the cluster's exception, else the resource's
+// remediation, else def; ignored paths and managers add up.
+func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, clusterLabels map[string]string, def typesv1beta1.Remediation) Policy {
 	out := Policy{Remediation: def}
 	if p == nil {
 		return out
@@ -44,7 +49,7 @@ func PolicyFor(p *typesv1beta1.DriftPolicy, cluster string, def typesv1beta1.Rem
 		}
 		out.ignore(c.IgnorePaths, c.IgnoreManagers)
 	}
-	out.Waivers = waivers(p, cluster)
+	out.Waivers, out.Invalid = waivers(p, cluster, clusterLabels)
 	return out
 }
 

@@ -34,7 +34,7 @@ func TestPolicyFor(t *testing.T) {
 		{"the cluster's exception", p, "prod", typesv1beta1.RemediationAlert, Policy{Remediation: typesv1beta1.RemediationEnforce, IgnorePaths: []string{"/spec/replicas", "/metadata/annotations"}, IgnoreManagers: []string{"kube-controller-manager", "keda"}}},
 	}
 	for _, tt := range tests {
-		got := PolicyFor(tt.policy, tt.cluster, tt.def)
+		got := PolicyFor(tt.policy, tt.cluster, nil, tt.def)
 		if got.Remediation != tt.want.Remediation || !slices.Equal(got.IgnorePaths, tt.want.IgnorePaths) || !slices.Equal(got.IgnoreManagers, tt.want.IgnoreManagers) {
 			t.Errorf("%s: PolicyFor = %+v, want %+v", tt.name, got, tt.want)
 		}

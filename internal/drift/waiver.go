@@ -1,11 +1,14 @@
 package drift
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -24,11 +27,18 @@ type Waiver struct {
 	Owner   string
 }
 
-// waivers returns the waivers of p that name cluster.
-func waivers(p *typesv1beta1.DriftPolicy, cluster string) []Waiver {
+// waivers returns the waivers of p that apply in cluster: those that name
+// it, and those whose clusterSelector its labels match. A selector that
+// does not parse applies nowhere, and is the error.
+func waivers(p *typesv1beta1.DriftPolicy, cluster string, clusterLabels map[string]string) ([]Waiver, error) {
 	var out []Waiver
-	for _, w := range p.Waivers {
-		if !slices.Contains(w.Clusters, typesv1beta1.ClusterName(cluster)) {
+	var errs []error
+	for i, w := range p.Waivers {
+		applies, err := appliesIn(w, cluster, clusterLabels)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("spec.driftPolicy.waivers[%d].clusterSelector: %w", i, err))
+		}
+		if !applies {
 			continue
 		}
 		paths := make([]string, 0, len(w.Paths))
@@ -37,7 +47,25 @@ func waivers(p *typesv1beta1.DriftPolicy, cluster string) []Waiver {
 		}
 		out = append(out, Waiver{Paths: paths, Expires: w.Expires.Time, Reason: w.Reason, Owner: w.Owner})
 	}
-	return out
+	return out, errors.Join(errs...)
+}
+
+// SelectsByLabel tells whether a waiver of p selects clusters by label.
+func SelectsByLabel(p *typesv1beta1.DriftPolicy) bool {
+	return p != nil && slices.ContainsFunc(p.Waivers, func(w typesv1beta1.DriftWaiver) bool { return w.ClusterSelector != nil })
+}
+
+// appliesIn tells whether w applies in cluster, whose FederatedCluster has
+// clusterLabels.
+func appliesIn(w typesv1beta1.DriftWaiver, cluster string, clusterLabels map[string]string) (bool, error) {
+	if w.ClusterSelector == nil {
+		return slices.Contains(w.Clusters, typesv1beta1.ClusterName(cluster)), nil
+	}
+	sel, err := w.ClusterSelector.AsSelector()
+	if err != nil {
+		return false, err
+	}
+	return sel.Matches(labels.Set(clusterLabels)), nil
 }
 
 // Active returns the waivers of p honoured at now: those that have not

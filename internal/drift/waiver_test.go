@@ -2,6 +2,7 @@ package drift
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func TestWaivers(t *testing.T) {
 		{Clusters: []typesv1beta1.ClusterName{"a"}, Paths: []typesv1beta1.JSONPointer{"/spec/strategy"}, Expires: at(40 * 24 * time.Hour), Reason: "too far"},
 		{Clusters: []typesv1beta1.ClusterName{"c"}, Paths: []typesv1beta1.JSONPointer{"/data"}, Expires: at(time.Hour), Reason: "another cluster"},
 	}}
-	pol := PolicyFor(p, "a", typesv1beta1.RemediationEnforce)
+	pol := PolicyFor(p, "a", nil, typesv1beta1.RemediationEnforce)
 	if len(pol.Waivers) != 4 || len(pol.Active(now)) != 2 {
 		t.Fatalf("waivers of a: %d, active %d; want 4 and 2", len(pol.Waivers), len(pol.Active(now)))
 	}
@@ -43,6 +44,45 @@ func TestWaivers(t *testing.T) {
 	}
 	if got := NextExpiry(nil, now); !got.IsZero() {
 		t.Errorf("NextExpiry of no policy = %s", got)
+	}
+}
+
+// TestWaiversBySelector: a waiver's clusterSelector selects by the
+// cluster's labels, a waiver of names by name only; a selector that does
+// not parse applies nowhere and makes the policy Invalid, naming it.
+func TestWaiversBySelector(t *testing.T) {
+	expires := metav1.NewTime(time.Now().Add(time.Hour))
+	p := &typesv1beta1.DriftPolicy{Waivers: []typesv1beta1.DriftWaiver{
+		{ClusterSelector: &typesv1beta1.ClusterSelector{MatchLabels: map[string]string{"env": "lab"}}, Paths: []typesv1beta1.JSONPointer{"/data/mode"}, Expires: expires, Reason: "lab clusters"},
+		{Clusters: []typesv1beta1.ClusterName{"b"}, Paths: []typesv1beta1.JSONPointer{"/data/other"}, Expires: expires, Reason: "by name"},
+		{ClusterSelector: &typesv1beta1.ClusterSelector{}, Paths: []typesv1beta1.JSONPointer{"/data/all"}, Expires: expires, Reason: "every cluster"},
+	}}
+	for _, tt := range []struct {
+		cluster string
+		labels  map[string]string
+		want    []string
+	}{
+		{"a", map[string]string{"env": "lab"}, []string{"lab clusters", "every cluster"}},
+		{"a", map[string]string{"env": "prod"}, []string{"every cluster"}},
+		{"b", nil, []string{"by name", "every cluster"}},
+	} {
+		pol := PolicyFor(p, tt.cluster, tt.labels, typesv1beta1.RemediationEnforce)
+		var got []string
+		for _, w := range pol.Waivers {
+			got = append(got, w.Reason)
+		}
+		if strings.Join(got, ",") != strings.Join(tt.want, ",") || pol.Invalid != nil {
+			t.Errorf("cluster %s %v: waivers %v (invalid: %v), want %v", tt.cluster, tt.labels, got, pol.Invalid, tt.want)
+		}
+	}
+	if !SelectsByLabel(p) || SelectsByLabel(&typesv1beta1.DriftPolicy{Waivers: p.Waivers[1:2]}) || SelectsByLabel(nil) {
+		t.Error("SelectsByLabel does not tell the policies that select by label")
+	}
+	bad := &typesv1beta1.DriftPolicy{Waivers: []typesv1beta1.DriftWaiver{p.Waivers[1],
+		{ClusterSelector: &typesv1beta1.ClusterSelector{MatchLabels: map[string]string{"not a key!": "x"}}, Paths: []typesv1beta1.JSONPointer{"/data"}, Expires: expires, Reason: "bad"}}}
+	pol := PolicyFor(bad, "b", nil, typesv1beta1.RemediationEnforce)
+	if pol.Invalid == nil || !strings.Contains(pol.Invalid.Error(), "spec.driftPolicy.waivers[1].clusterSelector") || len(pol.Waivers) != 1 {
+		t.Errorf("a selector that does not parse: invalid %v, %d waivers; want an error naming waivers[1] and the other waiver kept", pol.Invalid, len(pol.Waivers))
 	}
 }
 

@@ -31,7 +31,7 @@ spec:
 	if err != nil || !retain || policy == nil {
 		t.Fatalf("FederatedSpec: %+v, %v, %v", policy, retain, err)
 	}
-	if got := drift.PolicyFor(policy, "cluster-a", typesv1beta1.RemediationEnforce); strings.Join(got.IgnorePaths, ",") != "/spec/replicas,/metadata/labels" ||
+	if got := drift.PolicyFor(policy, "cluster-a", nil, typesv1beta1.RemediationEnforce); strings.Join(got.IgnorePaths, ",") != "/spec/replicas,/metadata/labels" ||
 		strings.Join(got.IgnoreManagers, ",") != "kube-controller-manager,keda" {
 		t.Errorf("policy of cluster-a: %+v", got)
 	}

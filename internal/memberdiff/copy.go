@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -86,11 +87,15 @@ func Copy(ctx context.Context, o Options, r *Resource, pc typesv1beta1.PlacedClu
 	if r.RetainReplicas {
 		RetainReplicas(desired, live)
 	}
+	policy, err := policyFor(ctx, o.Host, r.Policy, name)
+	if err != nil {
+		return Verdict{}, err
+	}
 	return Compare(Input{
 		Location: name + "/" + cache.NewObjectName(desired.GetNamespace(), desired.GetName()).String(),
 		Desired:  desired,
 		Live:     live,
-		Policy:   drift.PolicyFor(r.Policy, name, typesv1beta1.RemediationEnforce),
+		Policy:   policy,
 		Versions: Versions{Template: string(r.CPV.Status.TemplateVersion), Override: string(r.CPV.Status.OverrideVersion)},
 		Redact:   IsSecret(r.Type.Target) && !o.ShowSecrets,
 	})
@@ -130,4 +135,20 @@ func readLive(ctx context.Context, o Options, r *Resource, cluster string, desir
 		return nil, fmt.Errorf("reading %s %s in cluster %s: %w", r.Type.Target.Kind, cache.NewObjectName(desired.GetNamespace(), desired.GetName()).String(), cluster, err)
 	}
 	return got, nil
+}
+
+// policyFor is the drift policy p in cluster name, as the controller
+// resolves it: a waiver's clusterSelector is judged on the labels of the
+// cluster's FederatedCluster, read from host only when one selects so.
+func policyFor(ctx context.Context, host client.Reader, p *typesv1beta1.DriftPolicy, name string) (drift.Policy, error) {
+	var clusterLabels map[string]string
+	if drift.SelectsByLabel(p) {
+		fc := &corev1beta1.FederatedCluster{}
+		if err := host.Get(ctx, client.ObjectKey{Name: name}, fc); err != nil {
+			return drift.Policy{}, fmt.Errorf("reading FederatedCluster %s, whose labels a waiver's clusterSelector selects on: %w", name, err)
+		}
+		clusterLabels = fc.Labels
+	}
+	policy := drift.PolicyFor(p, name, clusterLabels, typesv1beta1.RemediationEnforce)
+	return policy, policy.Invalid
 }

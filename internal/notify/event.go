@@ -26,6 +26,14 @@ const (
 	Healed Kind = "io.fedwarden.drift.healed"
 	// Alerted: a copy drifted and is left as it is (remediation Alert).
 	Alerted Kind = "io.fedwarden.drift.alerted"
+	// Waived: a copy drifted, and a waiver of spec.driftPolicy.waivers
+	// keeps its edit until it expires (state Waived); Message names the
+	// waiver's reason, owner and expiry.
+	Waived Kind = "io.fedwarden.drift.waived"
+	// WaiverExpired: the waiver that kept a copy's edit expired, and the
+	// policy applies again; the copy's next transition (healed under
+	// Enforce, alerted under Alert) follows it.
+	WaiverExpired Kind = "io.fedwarden.drift.waiver.expired"
 	// Resolved: a drifted copy is in sync again by other means (the member
 	// reverted it, a new version or a resync overwrote it).
 	Resolved Kind = "io.fedwarden.drift.resolved"
@@ -66,7 +74,7 @@ type Transition struct {
 	// drift ledger records it); Resync the kubefed.io/resync value acted on.
 	ResolvedBy typesv1beta1.Resolution
 	Resync     string
-	// Message says more, for RolloutHalted.
+	// Message says more, for RolloutHalted, Waived and WaiverExpired.
 	Message string
 }
 

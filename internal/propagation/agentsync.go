@@ -29,6 +29,9 @@ type agentSide struct {
 	cluster      string
 	member       *clustercache.Member
 	fieldManager string
+	// host reads the agent's own FederatedCluster (its labels) from the
+	// API server, not a cache: its rights name that one object.
+	host client.Reader
 }
 
 // reconcileAgent does with fed what the host tells the agent's cluster

@@ -91,6 +91,7 @@ func clusterVersion(prev typesv1beta1.ClusterVersion, res clusterResult, v rende
 	if res.decided && res.decision.Waiver != nil && res.state == typesv1beta1.Waived {
 		cv.WaivedUntil = &metav1.Time{Time: res.decision.Waiver.Expires}
 	}
+	cv.Waiver = episodeWaiver(prev, res, now)
 	if len(res.changes) > 0 {
 		var managers []string
 		cv.ChangedPaths, managers = drift.Paths(res.changes)

@@ -321,10 +321,12 @@ func MayAdopt(typ Type, fed, got *unstructured.Unstructured) bool {
 	return typ.IsNamespace() && got.GetAnnotations()[typesv1beta1.AnnotationCreatedNamespace] == "true"
 }
 
-// PolicyFor is the drift policy of one cluster: the resource's, else
-// def; with retainReplicas, the member's replicas are never drift.
-func PolicyFor(spec render.Spec, cluster string, def typesv1beta1.Remediation) drift.Policy {
-	p := drift.PolicyFor(spec.DriftPolicy, cluster, def)
+// PolicyFor is the drift policy of one cluster, whose FederatedCluster has
+// clusterLabels (which waivers' clusterSelectors select on): the
+// resource's, else def; with retainReplicas, the member's replicas are
+// never drift.
+func PolicyFor(spec render.Spec, cluster string, clusterLabels map[string]string, def typesv1beta1.Remediation) drift.Policy {
+	p := drift.PolicyFor(spec.DriftPolicy, cluster, clusterLabels, def)
 	if spec.RetainReplicas {
 		p.IgnorePaths = append(p.IgnorePaths, "/spec/replicas")
 	}

@@ -33,8 +33,8 @@ func TestDecideWrite(t *testing.T) {
 	unmanaged := desired.DeepCopy()
 	unmanaged.SetLabels(nil)
 	written := typesv1beta1.ClusterVersion{ClusterName: "a", Version: "42", State: typesv1beta1.InSync}
-	enforce := drift.PolicyFor(nil, "a", typesv1beta1.RemediationEnforce)
-	alert := drift.PolicyFor(nil, "a", typesv1beta1.RemediationAlert)
+	enforce := drift.PolicyFor(nil, "a", nil, typesv1beta1.RemediationEnforce)
+	alert := drift.PolicyFor(nil, "a", nil, typesv1beta1.RemediationAlert)
 	tests := []struct {
 		name     string
 		live     *unstructured.Unstructured

@@ -2,6 +2,8 @@ package propagation
 
 import (
 	"slices"
+	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,15 +45,41 @@ func (rep *reporter) recordDrift(fed *unstructured.Unstructured, in *syncInput, 
 			continue // a Pull cluster's agent records its own Events
 		}
 		prev := in.previous[res.name]
-		kind, ok := driftTransition(prev, res)
-		if !ok {
-			continue
-		}
-		rep.recordDriftEvents(fed, res, kind)
-		if rep.driftNotifier != nil {
-			rep.driftNotifier.Notify(rep.transition(fed, in, prev, res, kind))
+		for _, kind := range driftTransitions(prev, res, rep.clock()) {
+			rep.recordDriftEvents(fed, prev, res, kind)
+			if rep.driftNotifier != nil {
+				rep.driftNotifier.Notify(rep.transition(fed, in, prev, res, kind))
+			}
 		}
 	}
+}
+
+// clock is the reporter's now, time.Now when unset.
+func (rep *reporter) clock() time.Time {
+	if rep.now == nil {
+		return time.Now()
+	}
+	return rep.now()
+}
+
+// driftTransitions tells which drift transitions res is, against the
+// cluster's previous entry, at now: none, one, or the expiry of a waiver
+// followed by what the policy then did.
+func driftTransitions(prev typesv1beta1.ClusterVersion, res clusterResult, now time.Time) []notify.Kind {
+	var out []notify.Kind
+	if waiverExpired(prev, res, now) {
+		out = append(out, notify.WaiverExpired)
+	}
+	if kind, ok := driftTransition(prev, res); ok {
+		out = append(out, kind)
+	}
+	return out
+}
+
+// waiverExpired tells whether the waiver that kept the cluster's edit
+// expired, rather than being removed or the edit ending, with this sync.
+func waiverExpired(prev typesv1beta1.ClusterVersion, res clusterResult, now time.Time) bool {
+	return prev.State == typesv1beta1.Waived && res.state != typesv1beta1.Waived && prev.WaivedUntil != nil && !prev.WaivedUntil.After(now)
 }
 
 // driftTransition tells which drift transition res is, against the
@@ -61,7 +89,10 @@ func driftTransition(prev typesv1beta1.ClusterVersion, res clusterResult) (notif
 	case res.healed.state != "":
 		return notify.Healed, true
 	case isDrift(res.state) && (prev.State != res.state || !slices.Equal(prev.ChangedPaths, changedPaths(res))):
-		if res.state == typesv1beta1.Waived || res.remediation == typesv1beta1.RemediationAlert && (res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Missing) {
+		switch {
+		case res.state == typesv1beta1.Waived:
+			return notify.Waived, true // kept until the waiver expires
+		case res.remediation == typesv1beta1.RemediationAlert && (res.state == typesv1beta1.ModifiedOutOfBand || res.state == typesv1beta1.Missing):
 			return notify.Alerted, true // left as it is
 		}
 		return notify.Detected, true
@@ -72,11 +103,15 @@ func driftTransition(prev typesv1beta1.ClusterVersion, res clusterResult) (notif
 }
 
 // recordDriftEvents emits the Events of one transition.
-func (rep *reporter) recordDriftEvents(fed *unstructured.Unstructured, res clusterResult, kind notify.Kind) {
+func (rep *reporter) recordDriftEvents(fed *unstructured.Unstructured, prev typesv1beta1.ClusterVersion, res clusterResult, kind notify.Kind) {
 	if rep.recorder == nil {
 		return
 	}
 	switch kind {
+	case notify.Waived:
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftWaived, "Waive", "cluster %s: %s", res.name, res.message)
+	case notify.WaiverExpired:
+		rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventWaiverExpired, "Expire", "cluster %s: %s", res.name, expiredWaiver(prev))
 	case notify.Healed:
 		rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", typesv1beta1.EventDriftDetected, "Detect", "cluster %s: %s; re-applied", res.name, res.healed.describe())
 		rep.recorder.Eventf(fed, clusterRef(res.name), "Normal", typesv1beta1.EventDriftResolved, "Remediate", "cluster %s: in sync again", res.name)
@@ -102,6 +137,11 @@ func (rep *reporter) transition(fed *unstructured.Unstructured, in *syncInput, p
 	case notify.Healed:
 		t.State = res.healed.state
 		t.Paths, t.Managers = drift.Paths(res.healed.changes)
+	case notify.Waived:
+		t.Paths, t.Managers = drift.Paths(res.changes)
+		t.Message = res.message
+	case notify.WaiverExpired:
+		t.State, t.Paths, t.Managers, t.Message = prev.State, prev.ChangedPaths, prev.ChangedBy, expiredWaiver(prev)
 	case notify.Resolved:
 		t.State, t.Paths, t.Managers = prev.State, prev.ChangedPaths, prev.ChangedBy
 		if t.Remediation == "" {
@@ -149,4 +189,17 @@ func (rep *reporter) recordFailures(fed *unstructured.Unstructured, in *syncInpu
 		}
 		rep.recorder.Eventf(fed, clusterRef(res.name), "Warning", res.reason, "Propagate", "cluster %s: %s", res.name, bounded(res.message, 1024))
 	}
+}
+
+// expiredWaiver says which waiver expired, from the entry that it kept.
+func expiredWaiver(prev typesv1beta1.ClusterVersion) string {
+	msg := "the waiver of " + strings.Join(prev.ChangedPaths, ", ") + " expired at " + prev.WaivedUntil.UTC().Format(time.RFC3339)
+	if w := prev.Waiver; w != nil {
+		msg += " (" + w.Reason
+		if w.Owner != "" {
+			msg += ", " + w.Owner
+		}
+		msg += ")"
+	}
+	return msg + "; the drift policy applies again"
 }

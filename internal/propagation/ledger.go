@@ -63,7 +63,31 @@ func endedEpisode(prev typesv1beta1.ClusterVersion, res clusterResult, v render.
 		}
 	}
 	ep.ResolvedBy, ep.Resync = resolution(prev, ep, res, resync)
+	ep.Waiver = prev.Waiver
 	return ep, true
+}
+
+// episodeWaiver is the waiver record of a cluster's entry after a sync
+// with result res: a waiver that keeps the edit now is recorded, from the
+// sync it first did (since) to its expiry as honoured now; the record of
+// one that stopped keeping it (expired, removed) stays while the copy is
+// still out of InSync, so that the episode's ledger entry has it; a copy
+// InSync has none, its episode having taken it (endedEpisode).
+func episodeWaiver(prev typesv1beta1.ClusterVersion, res clusterResult, now metav1.Time) *typesv1beta1.EpisodeWaiver {
+	switch {
+	case res.state == typesv1beta1.InSync || res.state == typesv1beta1.RolloutPending:
+		return nil
+	case res.state == typesv1beta1.Waived && res.decided && res.decision.Waiver != nil:
+		w := res.decision.Waiver
+		rec := &typesv1beta1.EpisodeWaiver{Since: now, Until: metav1.NewTime(w.Expires), Reason: bounded(w.Reason, 256), Owner: bounded(w.Owner, 128)}
+		if prev.Waiver != nil && prev.Waiver.Reason == rec.Reason && prev.Waiver.Owner == rec.Owner {
+			rec.Since = prev.Waiver.Since // the same waiver, its expiry perhaps moved
+		}
+		return rec
+	case res.state == typesv1beta1.Waived:
+		return prev.Waiver // an agent's own entry, or a sync that did not judge
+	}
+	return prev.Waiver
 }
 
 // resolution tells what ended an episode: a write of Fedwarden's (for a

@@ -186,8 +186,12 @@ func (a *applier) syncCluster(ctx context.Context, in *syncInput, name string, f
 		return *failed
 	}
 	seen(sc, existing)
-	policy := PolicyFor(in.spec, name, a.defaultRemediation)
-	policy.MaxWaiver = a.maxWaiver
+	policy := a.policyFor(ctx, in.spec, name, fc)
+	if policy.Invalid != nil {
+		// A waiver that cannot be judged may be one that keeps this
+		// copy's edit: nothing is written until it can be.
+		return applyFailed(name, policy.Invalid, false)
+	}
 	d, f, err := a.classify(in, name, desired, existing, policy)
 	if err != nil {
 		return applyFailed(name, err, false)

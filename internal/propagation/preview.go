@@ -114,13 +114,13 @@ func previewOf(res clusterResult) Preview {
 // Pull predicts the write decision of the agent of Pull cluster for the
 // copy desired, planned there, from what the agent reported in fed's CPV,
 // cpv: the host cannot read the member. in are the sync's inputs, spec
-// fed's spec; current is the resource as the host has it, nil when it has
+// fed's spec, clusterLabels those of the cluster's FederatedCluster; current is the resource as the host has it, nil when it has
 // none.
-func (p Previewer) Pull(current *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, in Inputs, cluster string, desired *unstructured.Unstructured) Decision {
+func (p Previewer) Pull(current *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, in Inputs, cluster string, clusterLabels map[string]string, desired *unstructured.Unstructured) Decision {
 	prev, recorded := in.Previous[cluster]
 	moved := prev.TemplateVersion != in.Versions.Template || prev.OverrideVersion != in.Versions.Override
 	same := recorded && moved && p.agentHasCurrent(current, cpv, cluster, prev, desired)
-	d := DecideFromEntry(prev, recorded, moved && !same, in.Versions, PolicyFor(spec, cluster, p.DefaultRemediation), in.Force)
+	d := DecideFromEntry(prev, recorded, moved && !same, in.Versions, PolicyFor(spec, cluster, clusterLabels, p.DefaultRemediation), in.Force)
 	if same && d.Action == ActionUnchanged {
 		d.Reason = "its agent reports its copy in sync at the host's current versions, and the copy planned there has the same content"
 	}

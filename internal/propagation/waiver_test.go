@@ -65,7 +65,7 @@ func TestDecideWriteUnderAWaiver(t *testing.T) {
 		{"too far ahead", edited, waiver("a", now.Add(31*24*time.Hour)), ActionUpdate, typesv1beta1.ModifiedOutOfBand, "/spec/replicas", "written back"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			policy := drift.PolicyFor(tt.policy, "a", typesv1beta1.RemediationEnforce)
+			policy := drift.PolicyFor(tt.policy, "a", nil, typesv1beta1.RemediationEnforce)
 			d, err := DecideWrite(Copy{Type: deploymentType, Fed: planned(false), Versions: render.Versions{Template: "2", Override: "1"},
 				Previous: written, Recorded: true, Desired: desired, Live: tt.live, Policy: policy, Now: now})
 			paths, _ := drift.Paths(d.Changes)

@@ -33,6 +33,11 @@ type AgentHost struct {
 	// ClusterRole is shared by every agent (AgentClusterRoleName).
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	// OwnClusterRole and OwnClusterRoleBinding let the agent read its own
+	// FederatedCluster, and no other: the labels a waiver's
+	// clusterSelector selects on.
+	OwnClusterRole        *rbacv1.ClusterRole
+	OwnClusterRoleBinding *rbacv1.ClusterRoleBinding
 	// Role and RoleBinding let the agent renew its Lease, and no other.
 	Role        *rbacv1.Role
 	RoleBinding *rbacv1.RoleBinding
@@ -69,6 +74,23 @@ func NewAgentHost(s Spec) *AgentHost {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentClusterRoleName},
 			Subjects:   subjects,
 		},
+		OwnClusterRole: &rbacv1.ClusterRole{
+			TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"),
+			ObjectMeta: objectMeta(s.Name, "", AgentOwnClusterName(s.Name)),
+			Rules: []rbacv1.PolicyRule{{
+				// Read with a get, when a waiver selects clusters by label.
+				APIGroups:     []string{coreGroup},
+				Resources:     []string{"federatedclusters"},
+				ResourceNames: []string{s.Name},
+				Verbs:         []string{"get"},
+			}},
+		},
+		OwnClusterRoleBinding: &rbacv1.ClusterRoleBinding{
+			TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRoleBinding"),
+			ObjectMeta: objectMeta(s.Name, "", AgentOwnClusterName(s.Name)),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AgentOwnClusterName(s.Name)},
+			Subjects:   subjects,
+		},
 		Role: &rbacv1.Role{
 			TypeMeta:   typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"),
 			ObjectMeta: objectMeta(s.Name, s.Namespace, binding),
@@ -102,7 +124,7 @@ func NewAgentHost(s Spec) *AgentHost {
 // before those that refer to it, the FederatedCluster last.
 func (h *AgentHost) Objects() []client.Object {
 	return []client.Object{
-		h.Namespace, h.ServiceAccount, h.TokenSecret, h.ClusterRole, h.ClusterRoleBinding, h.Role, h.RoleBinding,
+		h.Namespace, h.ServiceAccount, h.TokenSecret, h.ClusterRole, h.ClusterRoleBinding, h.OwnClusterRole, h.OwnClusterRoleBinding, h.Role, h.RoleBinding,
 		h.Lease, h.Policy, h.PolicyBinding, h.Cluster,
 	}
 }
@@ -115,7 +137,7 @@ func (h *AgentHost) Shared() []client.Object {
 // Own returns the objects of this cluster's agent only, those that refer to
 // others first: what unjoin deletes, after the FederatedCluster.
 func (h *AgentHost) Own() []client.Object {
-	return []client.Object{h.ClusterRoleBinding, h.RoleBinding, h.Role, h.Lease, h.TokenSecret, h.ServiceAccount}
+	return []client.Object{h.ClusterRoleBinding, h.OwnClusterRoleBinding, h.OwnClusterRole, h.RoleBinding, h.Role, h.Lease, h.TokenSecret, h.ServiceAccount}
 }
 
 // readVerbs are the verbs of a read-only rule.

@@ -1,6 +1,7 @@
 package registration
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,8 @@ func TestNewAgentHost(t *testing.T) {
 				kinds = append(kinds, obj.GetObjectKind().GroupVersionKind().Kind+" "+obj.GetName())
 			}
 			want := []string{"Namespace kube-federation-system", "ServiceAccount fedwarden-agent-member-1", "Secret fedwarden-agent-member-1-token",
-				"ClusterRole fedwarden:agent", "ClusterRoleBinding fedwarden:agent:member-1", "Role fedwarden:agent:member-1",
+				"ClusterRole fedwarden:agent", "ClusterRoleBinding fedwarden:agent:member-1",
+				"ClusterRole fedwarden:agent:member-1:own-cluster", "ClusterRoleBinding fedwarden:agent:member-1:own-cluster", "Role fedwarden:agent:member-1",
 				"RoleBinding fedwarden:agent:member-1", "Lease fedwarden-agent-member-1", "ValidatingAdmissionPolicy fedwarden-agent-isolation",
 				"ValidatingAdmissionPolicyBinding fedwarden-agent-isolation", "FederatedCluster member-1"}
 			if !slices.Equal(kinds, want) {
@@ -83,6 +85,14 @@ func TestNewAgentHost(t *testing.T) {
 				if _, ok := obj.GetLabels()[v1beta1.LabelCluster]; ok {
 					return obj.GetName() + " has a cluster label"
 				}
+			}
+			return ""
+		}},
+		{name: "reads its own FederatedCluster and no other", check: func() string {
+			rules := h.OwnClusterRole.Rules
+			if len(rules) != 1 || !slices.Equal(rules[0].Resources, []string{"federatedclusters"}) || !slices.Equal(rules[0].ResourceNames, []string{"member-1"}) ||
+				!slices.Equal(rules[0].Verbs, []string{"get"}) || h.OwnClusterRoleBinding.RoleRef.Name != h.OwnClusterRole.Name {
+				return fmt.Sprintf("own-cluster rights %+v, bound to %s", rules, h.OwnClusterRoleBinding.RoleRef.Name)
 			}
 			return ""
 		}},

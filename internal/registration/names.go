@@ -63,6 +63,10 @@ func AgentLeaseName(cluster string) string { return AgentPrefix + cluster }
 // cluster's agent.
 func AgentBindingName(cluster string) string { return "fedwarden:agent:" + cluster }
 
+// AgentOwnClusterName is the name of the ClusterRole, and of its binding,
+// that lets cluster's agent read its own FederatedCluster.
+func AgentOwnClusterName(cluster string) string { return "fedwarden:agent:" + cluster + ":own-cluster" }
+
 // AgentFieldManager is the field manager of cluster's agent's writes to
 // ClusterPropagatedVersion status: one per cluster, so that agents never
 // take each other's entries.

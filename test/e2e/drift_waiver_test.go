@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
@@ -19,8 +20,10 @@ import (
 // (`fedwarden drift waive`) keeps a hand scale there, Waived in the CPV
 // with the waiver's expiry and reason; an edit of the image in the same
 // copy is healed at once, and the write keeps the scale; once the waiver
-// expires the scale is healed too. Admission refuses a waiver without an
-// expiry or with a malformed path.
+// expires the scale is healed too, and the ledger's episode records the
+// waiver. A waiver that selects the cluster by label keeps an edit too.
+// Admission refuses a waiver without an expiry, with a malformed path, or
+// with both or neither of clusters and clusterSelector.
 func TestDriftWaiver(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
@@ -65,8 +68,28 @@ func TestDriftWaiver(t *testing.T) {
 		_ = unstructured.SetNestedSlice(obj.Object, waivers, "spec", "driftPolicy", "waivers")
 	})
 	s.waitForReplicas(t, name, 5)
-	waitForEntry(t, host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
+	healed := waitForEntry(t, host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
 		return cv.State == typesv1beta1.InSync && cv.WaivedUntil == nil
+	})
+	// The ledger has the episode, with the waiver that kept it and when.
+	if n := len(healed.DriftHistory); n == 0 || healed.Waiver != nil {
+		t.Errorf("the healed entry: %+v; want an episode in the ledger, and no waiver left on the entry", healed)
+	} else if ep := healed.DriftHistory[n-1]; ep.Waiver == nil || ep.Waiver.Reason != "valve maintenance" || ep.Waiver.Owner != "ops@example.com" ||
+		ep.Waiver.Since.Before(&ep.Start) || ep.ResolvedBy != typesv1beta1.ResolvedByEnforce {
+		t.Errorf("the episode the waiver kept: %+v, waiver %+v; want the waiver from within the episode, healed by Enforce", ep, ep.Waiver)
+	}
+
+	// A waiver may select the clusters by their FederatedClusters' labels.
+	patchFederated(t, host, s.namespace, name, func(obj *unstructured.Unstructured) {
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{
+			"clusterSelector": map[string]any{"matchLabels": map[string]any{corev1beta1.LabelCluster: s.cluster}},
+			"paths":           []any{replicasPath}, "reason": "by label",
+			"expires":         time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
+		}}, "spec", "driftPolicy", "waivers")
+	})
+	s.scale(t, name, 3)
+	waitForEntry(t, host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
+		return cv.State == typesv1beta1.Waived && strings.Contains(cv.Message, "by label")
 	})
 
 	for _, tt := range []struct{ waiver, field, why string }{
@@ -74,6 +97,8 @@ func TestDriftWaiver(t *testing.T) {
 		{"{clusters: [a], paths: [spec/replicas], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0].paths[0]", "should match"},
 		{"{clusters: [a], paths: [/spec/replicas], expires: '2030-01-01T00:00:00Z'}", "spec.driftPolicy.waivers[0].reason", "Required value"},
 		{"{clusters: [a], paths: [/spec/replicas, /metadata/resourceVersion], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0].paths", "must not be the object's identity"},
+		{"{paths: [/spec/replicas], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0]", "exactly one of the two"},
+		{"{clusters: [a], clusterSelector: {}, paths: [/spec/replicas], expires: '2030-01-01T00:00:00Z', reason: r}", "spec.driftPolicy.waivers[0]", "exactly one of the two"},
 	} {
 		obj := newFederatedDeployment(t, s.namespace, "refused", 1, "  driftPolicy: {waivers: ["+tt.waiver+"]}")
 		rejected(t, host.Create(t.Context(), obj, client.DryRunAll), tt.field, tt.why)

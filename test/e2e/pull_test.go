@@ -349,6 +349,28 @@ func TestPullMode(t *testing.T) {
 		}
 	})
 
+	t.Run("a waiver that selects the Pull cluster by label keeps its edit", func(t *testing.T) {
+		// The agent judges the selector on its own FederatedCluster's
+		// labels, the one FederatedCluster it may read.
+		waiver := fmt.Sprintf("  driftPolicy: {waivers: [{clusterSelector: {matchLabels: {%s: %s}}, paths: [%s], expires: '%s', reason: pull maintenance}]}",
+			corev1beta1.LabelCluster, b.pull.Name, imagePath, time.Now().Add(10*time.Minute).UTC().Format(time.RFC3339))
+		createObject(t, b.host, newFederatedDeployment(t, ns, "waived", 1, placedOn(b.push.Name, b.pull.Name)+"\n"+waiver))
+		waitForCPV(t, b.host, ns, "deployment-waived", "1", "1", b.pull.Name, b.push.Name)
+		editImage(t, newClient(t, b.pull.Config), ns, "waived", "nginx:hotfix")
+		editImage(t, newClient(t, b.push.Config), ns, "waived", "nginx:hotfix")
+		entry := waitForEntry(t, b.host, ns, "deployment-waived", b.pull.Name, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.Waived })
+		if entry.Waiver == nil || entry.Waiver.Reason != "pull maintenance" || !strings.Contains(entry.Message, "pull maintenance") {
+			t.Errorf("the Pull cluster's Waived entry: %+v; want the waiver recorded", entry)
+		}
+		// The label selects the Pull cluster only: the Push cluster's edit
+		// is healed.
+		b.waitForImages(t, ns, "waived", "nginx:1.27", "nginx:hotfix")
+		own := &corev1beta1.FederatedCluster{}
+		if err := agentHostClient(t, b.agentHost).Get(t.Context(), types.NamespacedName{Name: b.pull.Name}, own); err != nil {
+			t.Errorf("the agent reading its own FederatedCluster: %v", err)
+		}
+	})
+
 	t.Run("a refusal quoting a Secret leaves no value", func(t *testing.T) {
 		checkPullRefusalQuotingASecret(t, b, ns)
 	})

@@ -280,6 +280,12 @@ type ClusterVersion struct {
 	// +optional
 	WaivedUntil *metav1.Time `json:"waivedUntil,omitempty"`
 
+	// Waiver is the waiver that kept the edit of the drift episode under
+	// way, if one did: recorded when it first kept it, kept after it
+	// expires, until the episode ends and the ledger records it.
+	// +optional
+	Waiver *EpisodeWaiver `json:"waiver,omitempty"`
+
 	// Resync is the value of the federated resource's kubefed.io/resync
 	// annotation this cluster last acted on; set by a Pull cluster's agent,
 	// which writes only its own entry.
@@ -387,11 +393,37 @@ type DriftEpisode struct {
 	// ResolvedBy is what ended the episode.
 	ResolvedBy Resolution `json:"resolvedBy"`
 
+	// Waiver is the waiver that kept the episode's edit for a while, if
+	// one did. An until before end says it expired before the episode
+	// ended (and the policy then applied); one after end, that the edit
+	// ended first, or the waiver was removed.
+	// +optional
+	Waiver *EpisodeWaiver `json:"waiver,omitempty"`
+
 	// Resync is the kubefed.io/resync value acted on, for ResolvedBy
 	// Resync: the value a person or a policy (a Kyverno mutation, say) set.
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Resync string `json:"resync,omitempty"`
+}
+
+// EpisodeWaiver is a waiver of spec.driftPolicy.waivers as a drift episode
+// it kept records it.
+type EpisodeWaiver struct {
+	// Since is when the waiver first kept the episode's edit.
+	Since metav1.Time `json:"since"`
+
+	// Until is the waiver's expiry, as last honoured.
+	Until metav1.Time `json:"until"`
+
+	// Reason is the waiver's.
+	// +kubebuilder:validation:MaxLength=256
+	Reason string `json:"reason"`
+
+	// Owner is the waiver's.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Owner string `json:"owner,omitempty"`
 }
 
 // ManagerOperation is one writer of fields changed out of band in a

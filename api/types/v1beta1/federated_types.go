@@ -255,13 +255,22 @@ type DriftPolicy struct {
 // Its paths obey the rule of an override's path: a write keeps the
 // member's values there, so the object's identity, the metadata its API
 // server sets and status cannot be waived.
+// +kubebuilder:validation:XValidation:rule="has(self.clusters) != has(self.clusterSelector)",message="a waiver names its clusters in clusters or selects them with clusterSelector: exactly one of the two"
 // +kubebuilder:validation:XValidation:rule="self.paths.all(p, !(p in ['/metadata', '/kind', '/apiVersion', '/status']) && !['/metadata/name', '/metadata/namespace', '/metadata/generateName', '/metadata/uid', '/metadata/resourceVersion', '/metadata/generation', '/metadata/creationTimestamp', '/metadata/deletionTimestamp', '/metadata/deletionGracePeriodSeconds', '/metadata/managedFields', '/metadata/selfLink', '/status'].exists(q, p.startsWith(q + '/') || p == q))",fieldPath=".paths",message="paths must not be the object's identity, the metadata its API server sets or status, as an override's path: /metadata as a whole, /kind, /apiVersion, /status, and name, namespace, generateName, uid, resourceVersion, generation, creationTimestamp, deletionTimestamp, managedFields cannot be waived"
 type DriftWaiver struct {
-	// Clusters the waiver applies in, by name.
+	// Clusters the waiver applies in, by name; or clusterSelector, not
+	// both.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=100
 	// +listType=set
-	Clusters []ClusterName `json:"clusters"`
+	// +optional
+	Clusters []ClusterName `json:"clusters,omitempty"`
+
+	// ClusterSelector selects the clusters the waiver applies in by their
+	// FederatedClusters' labels, as they are when a sync judges the copy;
+	// or clusters, not both. An empty selector selects every cluster.
+	// +optional
+	ClusterSelector *ClusterSelector `json:"clusterSelector,omitempty"`
 
 	// Paths waived, as JSON pointers (as ignorePaths); each covers
 	// everything under it.
@@ -422,6 +431,12 @@ const (
 	EventDriftDetected = "DriftDetected"
 	// EventDriftResolved: a drifted copy is in sync again.
 	EventDriftResolved = "DriftResolved"
+	// EventDriftWaived: a waiver keeps a member copy's drift; the message
+	// names the cluster, the paths and the waiver.
+	EventDriftWaived = "DriftWaived"
+	// EventWaiverExpired: the waiver that kept a copy's drift expired, and
+	// the drift policy applies again.
+	EventWaiverExpired = "WaiverExpired"
 	// ReasonNamespaceNotFederated: a namespaced resource whose namespace
 	// has no FederatedNamespace (while namespaces are federated) goes to no
 	// cluster, as in KubeFed.

@@ -266,7 +266,9 @@ func propose(ctx context.Context, c client.Reader, resources []resourceEpisodes,
 		if !found {
 			continue
 		}
-		policy := func(cluster string) drift.Policy { return propagation.PolicyFor(spec, cluster, "") }
+		// Suggestions weigh the ignore rules, which name clusters, not
+		// the waivers, which alone select clusters by label.
+		policy := func(cluster string) drift.Policy { return propagation.PolicyFor(spec, cluster, nil, "") }
 		if suggestions := suggest(r.episodes, policy, minEpisodes); len(suggestions) > 0 {
 			out = append(out, newProposal(r.ref, spec.DriftPolicy, suggestions))
 		}

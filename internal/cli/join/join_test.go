@@ -288,6 +288,8 @@ var wantPullObjects = []object{
 	{"v1", "Secret", "kube-federation-system", "fedwarden-agent-east-token"},
 	{"rbac.authorization.k8s.io/v1", "ClusterRole", "", "fedwarden:agent"},
 	{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "fedwarden:agent:east"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRole", "", "fedwarden:agent:east:own-cluster"},
+	{"rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "", "fedwarden:agent:east:own-cluster"},
 	{"rbac.authorization.k8s.io/v1", "Role", "kube-federation-system", "fedwarden:agent:east"},
 	{"rbac.authorization.k8s.io/v1", "RoleBinding", "kube-federation-system", "fedwarden:agent:east"},
 	{"coordination.k8s.io/v1", "Lease", "kube-federation-system", "fedwarden-agent-east"},
@@ -336,7 +338,7 @@ func TestDryRunPull(t *testing.T) {
 			if !slices.Equal(got, wantPullObjects) {
 				t.Fatalf("printed objects\n%v\nwant\n%v", got, wantPullObjects)
 			}
-			cluster, secret, deployment := objs[10], objs[15], objs[16]
+			cluster, secret, deployment := objs[12], objs[17], objs[18]
 			if _, found, _ := unstructured.NestedFieldNoCopy(cluster.Object, "spec", "secretRef"); found {
 				t.Error("the Pull FederatedCluster has a secretRef")
 			}

@@ -96,7 +96,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *planreport.Clu
 		c.Error = c.DryRun.Message
 	}
 	if pv.Sent != nil {
-		if c.Diff, err = diffText(in, c.Name, pv.Sent, pv.Live, propagation.PolicyFor(in.s.spec, c.Name, p.remediation)); err != nil {
+		if c.Diff, err = diffText(in, c.Name, pv.Sent, pv.Live, propagation.PolicyFor(in.s.spec, c.Name, in.labelsOf(c.Name), p.remediation)); err != nil {
 			c.Error = err.Error()
 		}
 	}
@@ -110,7 +110,7 @@ func (p *planner) planPush(ctx context.Context, in *planInput, c *planreport.Clu
 func planPull(in *planInput, c *planreport.Cluster, desired *unstructured.Unstructured, def typesv1beta1.Remediation) {
 	c.Pull = true
 	pv := propagation.Previewer{Type: in.s.kind.Type, DefaultRemediation: def}
-	d := pv.Pull(in.s.current, in.s.spec, in.s.cpv, in.Inputs, c.Name, desired)
+	d := pv.Pull(in.s.current, in.s.spec, in.s.cpv, in.Inputs, c.Name, in.labelsOf(c.Name), desired)
 	c.Action, c.Reason = planreport.Action(d.Action), d.Reason
 	in.timing(c, d.NewContent)
 	if c.Action.Writes() {

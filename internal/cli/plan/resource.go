@@ -91,3 +91,12 @@ func newReport(s *subject, in *planInput) *planreport.Report {
 	}
 	return r
 }
+
+// labelsOf returns the labels of the joined cluster name, nil when it is
+// not joined.
+func (in *planInput) labelsOf(name string) map[string]string {
+	if fc := in.joined[name]; fc != nil {
+		return fc.Labels
+	}
+	return nil
+}

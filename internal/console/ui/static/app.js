@@ -373,7 +373,7 @@
 
   function renderLedger(table, episodes, withResource) {
     const heads = (withResource ? ["resource"] : []).concat(["cluster", "state", "start", "end", "duration", "changed paths", "changed by",
-      "versions before → after", "resolved by"]);
+      "versions before → after", "resolved by", "waived"]);
     const dur = (a, b) => {
       const s = Math.round(((b ? new Date(b) : new Date()) - new Date(a)) / 1000);
       return s < 60 ? s + "s" : s < 3600 ? Math.floor(s / 60) + "m" + (s % 60) + "s" : Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
@@ -385,7 +385,8 @@
     el("td", {}, e.open ? "going on" : time(e.end)), el("td", {}, dur(e.start, e.end)),
     el("td", {class: "mono"}, (e.changedPaths || []).join("\n")), el("td", {}, (e.changedBy || []).join(", ")),
     el("td", {}, versions(e.before.templateVersion, e.before.overrideVersion) + (e.open ? "" : " → " + versions(e.after.templateVersion, e.after.overrideVersion))),
-    el("td", {"data-testid": "resolved-by"}, e.open ? "" : e.resolvedBy + (e.resync ? " (" + e.resync + ")" : ""))));
+    el("td", {"data-testid": "resolved-by"}, e.open ? "" : e.resolvedBy + (e.resync ? " (" + e.resync + ")" : "")),
+    el("td", {"data-testid": "waived"}, e.waiver ? time(e.waiver.since) + " → " + time(e.waiver.until) + ": " + e.waiver.reason + (e.waiver.owner ? " (" + e.waiver.owner + ")" : "") : "")));
     if (!rows.length) rows.push(el("tr", {}, el("td", {class: "empty", colspan: heads.length}, "No drift episode recorded.")));
     table.replaceChildren(el("thead", {}, el("tr", {}, heads.map((h) => el("th", {}, h)))), el("tbody", {}, rows));
   }
