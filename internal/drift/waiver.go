@@ -112,6 +112,29 @@ func (p Policy) Waive(changes []Change, now time.Time) (waived, rest []Change, f
 	return waived, rest, first
 }
 
+// Unhonoured says why the waivers that cover some of changes do not keep
+// them at now: expired, or expiring further ahead than the policy honours.
+// "" when no waiver covers any of them.
+func (p Policy) Unhonoured(changes []Change, now time.Time) string {
+	limit := p.MaxWaiver
+	if limit <= 0 {
+		limit = DefaultMaxWaiver
+	}
+	var out []string
+	for _, w := range p.Waivers {
+		if !slices.ContainsFunc(changes, func(c Change) bool { return w.Covers(c.Path) }) {
+			continue
+		}
+		switch expires := w.Expires.UTC().Format(time.RFC3339); {
+		case !w.Expires.After(now):
+			out = append(out, fmt.Sprintf("the waiver %q expired at %s", w.Reason, expires))
+		case w.Expires.After(now.Add(limit)):
+			out = append(out, fmt.Sprintf("the waiver %q is not honoured: it expires at %s, more than %s ahead (--max-waiver-duration)", w.Reason, expires, limit))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
 // Retained returns the paths whose member values a write keeps at now:
 // those of the active waivers.
 func (p Policy) Retained(now time.Time) []string {

@@ -39,6 +39,13 @@ func TestWaivers(t *testing.T) {
 		len(rest) != 2 || rest[0].Path != "/spec/paused" || rest[1].Path != "/spec/replicasX" || first.Reason != "sooner" {
 		t.Errorf("Waive: waived %v, rest %v, first %+v", waived, rest, first)
 	}
+	if got := pol.Unhonoured([]Change{{Path: "/spec/paused"}, {Path: "/spec/strategy/type"}, {Path: "/data"}}, now); got != `the waiver "expired" expired at 2026-12-20T11:00:00Z; `+
+		`the waiver "too far" is not honoured: it expires at 2027-01-29T12:00:00Z, more than 720h0m0s ahead (--max-waiver-duration)` {
+		t.Errorf("Unhonoured = %q", got)
+	}
+	if got := pol.Unhonoured([]Change{{Path: "/spec/replicas"}, {Path: "/spec/template"}}, now); got != "" {
+		t.Errorf("Unhonoured of paths honoured waivers cover, or none does = %q, want empty", got)
+	}
 	if got := NextExpiry(p, now); !got.Equal(now.Add(time.Hour)) {
 		t.Errorf("NextExpiry = %s, want in an hour", got)
 	}

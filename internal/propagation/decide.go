@@ -237,6 +237,9 @@ func decideDrift(c Copy, paths func([]drift.Change) []drift.Change) (Decision, e
 	changes = rest
 	d := Decision{State: typesv1beta1.ModifiedOutOfBand, Changes: paths(changes)}
 	what := "changed in the member by " + changedBy(d.Changes)
+	if why := c.Policy.Unhonoured(changes, c.now()); why != "" {
+		what += "; " + why
+	}
 	if c.Policy.Enforced() {
 		d.Action, d.Reason = ActionUpdate, fmt.Sprintf("%s; written back (remediation %s)", what, c.Policy.Remediation)
 		return d, nil
