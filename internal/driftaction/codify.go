@@ -40,6 +40,11 @@ func Codify(ctx context.Context, o memberdiff.Options, r *memberdiff.Resource, c
 		return nil, err
 	}
 	desired, live, err := memberdiff.Live(ctx, o, r, pc)
+	if errors.Is(err, memberdiff.ErrPullCluster) {
+		return nil, fmt.Errorf("cluster %s is a Pull cluster: the host keeps no credentials to read the values its copy has at %s, "+
+			"so they cannot be codified from here; write them as overrides of %s yourself (kubectl edit), or waive the drift (fedwarden drift waive)",
+			cluster, strings.Join(paths, ", "), cluster)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cluster, err)
 	}

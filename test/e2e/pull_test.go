@@ -369,6 +369,17 @@ func TestPullMode(t *testing.T) {
 		if err := agentHostClient(t, b.agentHost).Get(t.Context(), types.NamespacedName{Name: b.pull.Name}, own); err != nil {
 			t.Errorf("the agent reading its own FederatedCluster: %v", err)
 		}
+		// The host cannot read a Pull member's values: codify says so, and
+		// what to do instead, and writes nothing.
+		r := runFedwarden(t, "drift", "codify", "fdeploy/waived", "-n", ns, "--cluster", b.pull.Name, "--host-kubeconfig", b.Host.Kubeconfig)
+		if r.code != 1 || !strings.Contains(r.stderr, "cluster "+b.pull.Name+" is a Pull cluster") || !strings.Contains(r.stderr, "fedwarden drift waive") {
+			t.Errorf("drift codify of a Pull cluster: want exit 1 saying it is a Pull cluster and what to do instead\n%s", r)
+		}
+		fed := &unstructured.Unstructured{}
+		fed.SetGroupVersionKind(typesv1beta1.GroupVersion.WithKind("FederatedDeployment"))
+		if err := b.host.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "waived"}, fed); err != nil || fed.GetGeneration() != 1 {
+			t.Errorf("after the refused codify, the resource's generation is %d (%v); want 1, nothing written", fed.GetGeneration(), err)
+		}
 	})
 
 	t.Run("a refusal quoting a Secret leaves no value", func(t *testing.T) {
