@@ -4,6 +4,7 @@
 package cmdline
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -53,6 +54,22 @@ func NoArgs(cmd *cobra.Command, args []string) error {
 		return streams.UsageError(fmt.Errorf("%s takes no arguments; got %q", cmd.Name(), args))
 	}
 	return nil
+}
+
+// OneParsed makes cmd take exactly one argument, what, which parse turns
+// into *dst before run runs; an argument parse refuses is a usage error,
+// as a missing or extra one is. It returns cmd.
+func OneParsed[T any](cmd *cobra.Command, what string, parse func(string) (T, error), dst *T, run func(ctx context.Context) error) *cobra.Command {
+	cmd.Args = ExactArgs(1, what)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		v, err := parse(args[0])
+		if err != nil {
+			return streams.UsageError(err)
+		}
+		*dst = v
+		return run(cmd.Context())
+	}
+	return cmd
 }
 
 func argsError(cmd *cobra.Command, n int, what string, got int) error {

@@ -1,6 +1,7 @@
 package cmdline
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -70,5 +71,32 @@ func TestPositiveDuration(t *testing.T) {
 		if got := fmt.Sprint(err); (want == "" && err != nil) || (want != "" && got != want) {
 			t.Errorf("PositiveDuration(%s) = %v, want %q", d, err, want)
 		}
+	}
+}
+
+// OneParsed parses the one argument into its destination before the
+// command runs; an argument the parser refuses is a usage error (exit 2),
+// and the command does not run.
+func TestOneParsed(t *testing.T) {
+	t.Parallel()
+	parse := func(s string) (int, error) {
+		if s == "bad" {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+		return len(s), nil
+	}
+	var dst, ran int
+	cmd := OneParsed(&cobra.Command{Use: "count WORD"}, "the word", parse, &dst, func(context.Context) error {
+		ran++
+		return nil
+	})
+	if err := cmd.Args(cmd, []string{"a", "b"}); err == nil || streams.ExitCode(err) != 2 {
+		t.Errorf("two arguments: %v, want a usage error", err)
+	}
+	if err := cmd.RunE(cmd, []string{"four"}); err != nil || dst != 4 || ran != 1 {
+		t.Errorf("a good argument: error %v, parsed %d, ran %d times; want 4 and once", err, dst, ran)
+	}
+	if err := cmd.RunE(cmd, []string{"bad"}); streams.ExitCode(err) != 2 || !strings.Contains(err.Error(), `"bad" is not a number`) || ran != 1 {
+		t.Errorf("a bad argument: %v (ran %d times); want a usage error naming it, and no run", err, ran)
 	}
 }

@@ -79,15 +79,9 @@ func newCodifyCommand(s streams.IO) *cobra.Command {
 		Short:   "Make a member's drifted values the cluster's overrides",
 		Long:    codifyLong,
 		Example: codifyExample,
-		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := kindref.ParseRef(args[0])
-			if err != nil {
-				return streams.UsageError(err)
-			}
-			o.ref = ref
-			return runCodify(cmd.Context(), s, o)
-		},
+	})
+	cmdline.OneParsed(cmd, "the federated resource, as KIND/NAME", kindref.ParseRef, &o.ref, func(ctx context.Context) error {
+		return runCodify(ctx, s, o)
 	})
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()

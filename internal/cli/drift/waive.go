@@ -65,15 +65,9 @@ func newWaiveCommand(s streams.IO) *cobra.Command {
 		Short:   "Let the drift of some paths in some clusters stay until a waiver expires",
 		Long:    waiveLong,
 		Example: waiveExample,
-		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := kindref.ParseRef(args[0])
-			if err != nil {
-				return streams.UsageError(err)
-			}
-			o.ref = ref
-			return runWaive(cmd.Context(), s, o)
-		},
+	})
+	cmdline.OneParsed(cmd, "the federated resource, as KIND/NAME", kindref.ParseRef, &o.ref, func(ctx context.Context) error {
+		return runWaive(ctx, s, o)
 	})
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()

@@ -64,15 +64,9 @@ func NewCommand(s streams.IO) *cobra.Command {
 		Short:   "Re-apply a federated resource to every cluster it is placed on",
 		Long:    long,
 		Example: example,
-		Args:    cmdline.ExactArgs(1, "the federated resource, as KIND/NAME"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ref, err := kindref.ParseRef(args[0])
-			if err != nil {
-				return streams.UsageError(err)
-			}
-			o.ref = ref
-			return run(cmd.Context(), s, o)
-		},
+	})
+	cmdline.OneParsed(cmd, "the federated resource, as KIND/NAME", kindref.ParseRef, &o.ref, func(ctx context.Context) error {
+		return run(ctx, s, o)
 	})
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
