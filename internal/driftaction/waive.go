@@ -12,12 +12,29 @@ import (
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
-// Waiver is what a user asks a waiver for: the drift of Paths in Clusters
-// may stay For a while.
+// Waiver is what a user asks a waiver for: the drift of Paths in Clusters,
+// or in the clusters Selector selects, may stay For a while.
 type Waiver struct {
 	Clusters, Paths []string
+	Selector        *typesv1beta1.ClusterSelector
 	For             time.Duration
 	Reason, Owner   string
+}
+
+// SelectorOf is the ClusterSelector of a label selector in kubectl's
+// syntax, such as "env=lab,tier in (edge,core)".
+func SelectorOf(s string) (*typesv1beta1.ClusterSelector, error) {
+	ls, err := metav1.ParseToLabelSelector(s)
+	if err != nil {
+		return nil, err
+	}
+	out := &typesv1beta1.ClusterSelector{MatchLabels: ls.MatchLabels}
+	for _, r := range ls.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, typesv1beta1.ClusterSelectorRequirement{
+			Key: r.Key, Operator: typesv1beta1.SelectorOperator(r.Operator), Values: r.Values,
+		})
+	}
+	return out, nil
 }
 
 // Of returns the waiver w asks for, from now: it expires For from now, to
@@ -27,6 +44,9 @@ func (w Waiver) Of(now time.Time) typesv1beta1.DriftWaiver {
 		Expires: metav1.NewTime(now.Add(w.For).UTC().Truncate(time.Second)),
 		Reason:  w.Reason,
 		Owner:   w.Owner,
+	}
+	if w.Selector != nil {
+		out.ClusterSelector = w.Selector.DeepCopy()
 	}
 	for _, c := range w.Clusters {
 		out.Clusters = append(out.Clusters, typesv1beta1.ClusterName(c))

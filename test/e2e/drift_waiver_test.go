@@ -21,7 +21,8 @@ import (
 // with the waiver's expiry and reason; an edit of the image in the same
 // copy is healed at once, and the write keeps the scale; once the waiver
 // expires the scale is healed too, and the ledger's episode records the
-// waiver. A waiver that selects the cluster by label keeps an edit too.
+// waiver. A waiver that selects the cluster by label (drift waive -l)
+// keeps an edit too.
 // Admission refuses a waiver without an expiry, with a malformed path, or
 // with both or neither of clusters and clusterSelector.
 func TestDriftWaiver(t *testing.T) {
@@ -80,13 +81,11 @@ func TestDriftWaiver(t *testing.T) {
 	}
 
 	// A waiver may select the clusters by their FederatedClusters' labels.
-	patchFederated(t, host, s.namespace, name, func(obj *unstructured.Unstructured) {
-		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{
-			"clusterSelector": map[string]any{"matchLabels": map[string]any{corev1beta1.LabelCluster: s.cluster}},
-			"paths":           []any{replicasPath}, "reason": "by label",
-			"expires":         time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339),
-		}}, "spec", "driftPolicy", "waivers")
-	})
+	r = runFedwarden(t, "drift", "waive", "fdeploy/"+name, "-n", s.namespace, "-l", corev1beta1.LabelCluster+"="+s.cluster, "--path", replicasPath,
+		"--for", "10m", "--reason", "by label", "--host-kubeconfig", fed.Host.Kubeconfig)
+	if r.code != 0 || !strings.Contains(r.stdout, "in the clusters labelled "+corev1beta1.LabelCluster+"="+s.cluster) {
+		t.Fatalf("drift waive -l: want exit 0\n%s", r)
+	}
 	s.scale(t, name, 3)
 	waitForEntry(t, host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
 		return cv.State == typesv1beta1.Waived && strings.Contains(cv.Message, "by label")

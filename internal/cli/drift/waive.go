@@ -24,6 +24,7 @@ type waiveOptions struct {
 	ref       kindref.Ref
 	namespace string
 	clusters  []string
+	selector  string
 	paths     []string
 	lasts     time.Duration
 	reason    string
@@ -35,7 +36,8 @@ type waiveOptions struct {
 }
 
 const waiveLong = `Waive lets a drift stay for a while: it adds a waiver to the federated
-resource's spec.driftPolicy.waivers. While it lasts, an out-of-band edit of
+resource's spec.driftPolicy.waivers, for the clusters --cluster names or
+--selector selects by label. While it lasts, an out-of-band edit of
 the waived paths in the waived clusters is kept, even under Enforce, and
 the cluster's CPV entry says Waived, with the waiver's expiry; an edit of
 any other path is handled as always, and a write of the copy keeps the
@@ -55,13 +57,16 @@ arguments.`
 
 const waiveExample = `  # Keep the hand-set mode of cluster2's copy through a maintenance window
   fedwarden drift waive fconfigmap/valves -n plant --cluster cluster2 --path /data/mode \
-    --for 4h --reason "valve maintenance" --owner ops@example.com`
+    --for 4h --reason "valve maintenance" --owner ops@example.com
+
+  # The same in every cluster labelled env=lab, as they are labelled when a copy is judged
+  fedwarden drift waive fconfigmap/valves -n plant -l env=lab --path /data/mode --for 4h --reason "lab tests"`
 
 // newWaiveCommand returns `fedwarden drift waive`.
 func newWaiveCommand(s streams.IO) *cobra.Command {
 	o := &waiveOptions{}
 	cmd := cmdline.Setup(&cobra.Command{
-		Use:     "waive KIND/NAME --cluster CLUSTER --path PATH --for DURATION --reason REASON",
+		Use:     "waive KIND/NAME (--cluster CLUSTER | --selector LABELS) --path PATH --for DURATION --reason REASON",
 		Short:   "Let the drift of some paths in some clusters stay until a waiver expires",
 		Long:    waiveLong,
 		Example: waiveExample,
@@ -72,7 +77,8 @@ func newWaiveCommand(s streams.IO) *cobra.Command {
 	kubeconfig.AddHostFlags(cmd, &o.host)
 	f := cmd.Flags()
 	f.StringVarP(&o.namespace, "namespace", "n", "", "namespace of the federated resource (default the context's namespace, else default)")
-	f.StringArrayVar(&o.clusters, "cluster", nil, "a cluster the waiver applies in; repeat it for several (required)")
+	f.StringArrayVar(&o.clusters, "cluster", nil, "a cluster the waiver applies in; repeat it for several (this or --selector is required)")
+	f.StringVarP(&o.selector, "selector", "l", "", "the clusters the waiver applies in, by their FederatedClusters' labels, such as env=lab (instead of --cluster)")
 	f.StringArrayVar(&o.paths, "path", nil, "a path waived, as a JSON pointer such as /spec/replicas, covering everything under it; repeat it for several (required)")
 	f.DurationVar(&o.lasts, "for", 0, "how long the waiver lasts, such as 4h (required)")
 	f.StringVar(&o.reason, "reason", "", "why the drift may stay (required, at most 256 characters)")
@@ -86,8 +92,16 @@ func newWaiveCommand(s streams.IO) *cobra.Command {
 // validate checks the flags that need no cluster.
 func (o *waiveOptions) validate() error {
 	var errs []error
-	if len(o.clusters) == 0 {
-		errs = append(errs, errors.New("--cluster is required: the clusters the waiver applies in"))
+	switch {
+	case len(o.clusters) == 0 && o.selector == "":
+		errs = append(errs, errors.New("--cluster or --selector is required: the clusters the waiver applies in"))
+	case len(o.clusters) > 0 && o.selector != "":
+		errs = append(errs, errors.New("--cluster and --selector cannot both be given: a waiver names its clusters or selects them by label"))
+	}
+	if o.selector != "" {
+		if _, err := driftaction.SelectorOf(o.selector); err != nil {
+			errs = append(errs, fmt.Errorf("--selector %q: %w", o.selector, err))
+		}
 	}
 	for _, c := range o.clusters {
 		errs = append(errs, memberdiff.ClusterName("--cluster", c))
@@ -141,8 +155,12 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 	if err := driftaction.Waive(ctx, c, &memberdiff.Resource{Type: kind.Type, Fed: fed}, w, o.dryRun); err != nil {
 		return fmt.Errorf("%s: %w", describe, err)
 	}
+	where := strings.Join(o.clusters, ", ")
+	if o.selector != "" {
+		where = "the clusters labelled " + o.selector
+	}
 	what := fmt.Sprintf("the drift of %s in %s of %s is kept until %s",
-		strings.Join(o.paths, ", "), strings.Join(o.clusters, ", "), describe, w.Expires.UTC().Format(time.RFC3339))
+		strings.Join(o.paths, ", "), where, describe, w.Expires.UTC().Format(time.RFC3339))
 	if o.dryRun {
 		_, err = fmt.Fprintf(s.ErrOut, "Dry run: the host's admission accepts the waiver (%s); nothing was written.\n", what)
 		return err
@@ -151,7 +169,11 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 	return err
 }
 
-// waiver is the waiver o asks for.
+// waiver is the waiver o asks for; o is valid.
 func (o *waiveOptions) waiver() driftaction.Waiver {
-	return driftaction.Waiver{Clusters: o.clusters, Paths: o.paths, For: o.lasts, Reason: o.reason, Owner: o.owner}
+	w := driftaction.Waiver{Clusters: o.clusters, Paths: o.paths, For: o.lasts, Reason: o.reason, Owner: o.owner}
+	if o.selector != "" {
+		w.Selector, _ = driftaction.SelectorOf(o.selector) // validate parsed it
+	}
+	return w
 }
