@@ -21,22 +21,6 @@ type Waiver struct {
 	Reason, Owner   string
 }
 
-// SelectorOf is the ClusterSelector of a label selector in kubectl's
-// syntax, such as "env=lab,tier in (edge,core)".
-func SelectorOf(s string) (*typesv1beta1.ClusterSelector, error) {
-	ls, err := metav1.ParseToLabelSelector(s)
-	if err != nil {
-		return nil, err
-	}
-	out := &typesv1beta1.ClusterSelector{MatchLabels: ls.MatchLabels}
-	for _, r := range ls.MatchExpressions {
-		out.MatchExpressions = append(out.MatchExpressions, typesv1beta1.ClusterSelectorRequirement{
-			Key: r.Key, Operator: typesv1beta1.SelectorOperator(r.Operator), Values: r.Values,
-		})
-	}
-	return out, nil
-}
-
 // Of returns the waiver w asks for, from now: it expires For from now, to
 // the second.
 func (w Waiver) Of(now time.Time) typesv1beta1.DriftWaiver {

@@ -84,8 +84,6 @@ func episodeWaiver(prev typesv1beta1.ClusterVersion, res clusterResult, now meta
 			rec.Since = prev.Waiver.Since // the same waiver, its expiry perhaps moved
 		}
 		return rec
-	case res.state == typesv1beta1.Waived:
-		return prev.Waiver // an agent's own entry, or a sync that did not judge
 	}
 	return prev.Waiver
 }

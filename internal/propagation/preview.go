@@ -114,8 +114,8 @@ func previewOf(res clusterResult) Preview {
 // Pull predicts the write decision of the agent of Pull cluster for the
 // copy desired, planned there, from what the agent reported in fed's CPV,
 // cpv: the host cannot read the member. in are the sync's inputs, spec
-// fed's spec, clusterLabels those of the cluster's FederatedCluster; current is the resource as the host has it, nil when it has
-// none.
+// fed's spec, clusterLabels those of the cluster's FederatedCluster;
+// current is the resource as the host has it, nil when it has none.
 func (p Previewer) Pull(current *unstructured.Unstructured, spec render.Spec, cpv *typesv1beta1.ClusterPropagatedVersion, in Inputs, cluster string, clusterLabels map[string]string, desired *unstructured.Unstructured) Decision {
 	prev, recorded := in.Previous[cluster]
 	moved := prev.TemplateVersion != in.Versions.Template || prev.OverrideVersion != in.Versions.Override

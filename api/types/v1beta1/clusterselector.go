@@ -25,3 +25,21 @@ func (s *ClusterSelector) AsSelector() (labels.Selector, error) {
 	}
 	return sel, nil
 }
+
+// ParseClusterSelector parses a label selector in kubectl's syntax, such
+// as "env=lab,tier in (edge,core)", into a ClusterSelector: its
+// equalities as matchLabels, the rest as matchExpressions. AsSelector
+// turns it back.
+func ParseClusterSelector(s string) (*ClusterSelector, error) {
+	ls, err := metav1.ParseToLabelSelector(s)
+	if err != nil {
+		return nil, err
+	}
+	out := &ClusterSelector{MatchLabels: ls.MatchLabels}
+	for _, r := range ls.MatchExpressions {
+		out.MatchExpressions = append(out.MatchExpressions, ClusterSelectorRequirement{
+			Key: r.Key, Operator: SelectorOperator(r.Operator), Values: r.Values,
+		})
+	}
+	return out, nil
+}

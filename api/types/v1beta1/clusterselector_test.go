@@ -45,3 +45,30 @@ func TestClusterSelectorAsSelector(t *testing.T) {
 		})
 	}
 }
+
+// ParseClusterSelector reads kubectl's selector syntax into a
+// ClusterSelector that AsSelector turns back into the same selector; a
+// selector that does not parse is an error.
+func TestParseClusterSelector(t *testing.T) {
+	t.Parallel()
+	cs, err := ParseClusterSelector("env=lab,tier in (core,edge),!legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.MatchLabels["env"] != "lab" || len(cs.MatchExpressions) != 2 {
+		t.Fatalf("parsed %+v", cs)
+	}
+	sel, err := cs.AsSelector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l, want := range map[string]bool{"env=lab,tier=edge": true, "env=lab,tier=edge,legacy=y": false, "env=prod,tier=edge": false} {
+		set, _ := labels.ConvertSelectorToLabelsMap(l)
+		if got := sel.Matches(set); got != want {
+			t.Errorf("%s matches %s: %v, want %v", sel, l, got, want)
+		}
+	}
+	if _, err := ParseClusterSelector("env in lab"); err == nil {
+		t.Error(`"env in lab" parsed; want an error`)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/cache"
 
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/driftaction"
@@ -99,7 +100,7 @@ func (o *waiveOptions) validate() error {
 		errs = append(errs, errors.New("--cluster and --selector cannot both be given: a waiver names its clusters or selects them by label"))
 	}
 	if o.selector != "" {
-		if _, err := driftaction.SelectorOf(o.selector); err != nil {
+		if _, err := typesv1beta1.ParseClusterSelector(o.selector); err != nil {
 			errs = append(errs, fmt.Errorf("--selector %q: %w", o.selector, err))
 		}
 	}
@@ -173,7 +174,7 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 func (o *waiveOptions) waiver() driftaction.Waiver {
 	w := driftaction.Waiver{Clusters: o.clusters, Paths: o.paths, For: o.lasts, Reason: o.reason, Owner: o.owner}
 	if o.selector != "" {
-		w.Selector, _ = driftaction.SelectorOf(o.selector) // validate parsed it
+		w.Selector, _ = typesv1beta1.ParseClusterSelector(o.selector) // validate parsed it
 	}
 	return w
 }
