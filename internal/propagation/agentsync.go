@@ -30,8 +30,10 @@ type agentSide struct {
 	member       *clustercache.Member
 	fieldManager string
 	// host reads the agent's own FederatedCluster (its labels) from the
-	// API server, not a cache: its rights name that one object.
+	// API server, not a cache: its rights name that one object. own keeps
+	// what it read.
 	host client.Reader
+	own  *ownLabels
 }
 
 // reconcileAgent does with fed what the host tells the agent's cluster

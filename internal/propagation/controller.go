@@ -132,7 +132,7 @@ func New(mgr manager.Manager, typ Type, clusters *clustercache.Cache, namespaces
 // CPVs as fieldManager. It expects a manager whose cache holds only the CPVs
 // placed on the cluster.
 func NewAgent(mgr manager.Manager, typ Type, member *clustercache.Member, fieldManager string, opts Options) (*Controller, error) {
-	agent := &agentSide{cluster: member.Name, member: member, fieldManager: fieldManager, host: mgr.GetAPIReader()}
+	agent := &agentSide{cluster: member.Name, member: member, fieldManager: fieldManager, host: mgr.GetAPIReader(), own: &ownLabels{}}
 	return newController(mgr, newReconciler(mgr, typ, opts, agent), "agent-"+typ.Name)
 }
 
