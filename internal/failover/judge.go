@@ -74,7 +74,7 @@ func Judge(p Policy, clusters []Cluster, moves []time.Time, now time.Time) Verdi
 	for _, c := range clusters {
 		switch {
 		case !c.Ready && !c.FailedOver:
-			v.judgeFailure(p, c, now, &budget)
+			v.judgeFailure(p, c, moves, now, &budget)
 		case c.Ready && c.FailedOver:
 			v.judgeFailback(p, c, now)
 		}
@@ -97,16 +97,28 @@ func movesLeft(p Policy, moves []time.Time, now time.Time) int {
 	return max(p.MaxMovesPerMinute-recent, 0)
 }
 
+// slotFrees is how long until the oldest move of the last minute leaves
+// it, freeing a move: a minute when the only ones are this verdict's.
+func slotFrees(moves []time.Time, now time.Time) time.Duration {
+	oldest := now
+	for _, m := range moves {
+		if now.Sub(m) < time.Minute && m.Before(oldest) {
+			oldest = m
+		}
+	}
+	return oldest.Add(time.Minute).Sub(now)
+}
+
 // judgeFailure judges a cluster that is not Ready and still has its share.
-func (v *Verdict) judgeFailure(p Policy, c Cluster, now time.Time, budget *int) {
+func (v *Verdict) judgeFailure(p Policy, c Cluster, moves []time.Time, now time.Time, budget *int) {
 	if wait := c.Since.Add(p.Toleration).Sub(now); wait > 0 {
 		v.Waiting[c.Name] = fmt.Sprintf("not Ready for %s of the %s tolerated", now.Sub(c.Since).Round(time.Second), p.Toleration)
 		v.after(wait)
 		return
 	}
 	if *budget == 0 {
-		v.Waiting[c.Name] = fmt.Sprintf("failed, but %d clusters failed over in the last minute, the most the policy allows", p.MaxMovesPerMinute)
-		v.after(time.Second) // a move leaves the minute soon
+		v.Waiting[c.Name] = fmt.Sprintf("failed, but the policy allows at most %d failovers a minute, and the minute's are taken", p.MaxMovesPerMinute)
+		v.after(slotFrees(moves, now))
 		return
 	}
 	*budget--

@@ -86,8 +86,16 @@ func TestJudge(t *testing.T) {
 			clusters: []Cluster{ready, {Name: "b", Since: ago(time.Hour)}, {Name: "c", Since: ago(time.Hour)}},
 			moves:    []time.Time{ago(30 * time.Second), ago(2 * time.Minute)},
 			fail:     []string{"b"},
-			waiting:  map[string]string{"c": "2 clusters failed over in the last minute"},
-			next:     time.Second,
+			waiting:  map[string]string{"c": "at most 2 failovers a minute"},
+			next:     30 * time.Second, // when the move of 30 s ago leaves the minute
+		},
+		{
+			name:     "the bound reached by this verdict's own moves",
+			policy:   Policy{Toleration: time.Minute, MaxMovesPerMinute: 1, Automatic: true},
+			clusters: []Cluster{ready, {Name: "b", Since: ago(time.Hour)}, {Name: "c", Since: ago(time.Hour)}},
+			fail:     []string{"b"},
+			waiting:  map[string]string{"c": "at most 1 failovers a minute"},
+			next:     time.Minute,
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
