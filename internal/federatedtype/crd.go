@@ -8,8 +8,10 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fedwarden/fedwarden/config/crd"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 )
 
 // baseCRDName names the generated CRD whose shared parts (placement,
@@ -161,6 +163,9 @@ func rootSchema(t Type, base, template *apiextensionsv1.JSONSchemaProps) (*apiex
 	shared := []string{"placement", "overrides", "driftPolicy", "rollout"}
 	if retainsReplicas[t.Target.Resource()] {
 		shared = append(shared, "retainReplicas")
+	}
+	if dependencies.HasPodTemplate(schema.GroupKind{Group: t.Target.Group, Kind: t.Target.Kind}) {
+		shared = append(shared, "propagateDependencies")
 	}
 	for _, name := range shared {
 		p, ok := property(base, "spec", name)

@@ -28,6 +28,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/copyhealth"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 	"github.com/fedwarden/fedwarden/internal/drift"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
@@ -60,6 +61,9 @@ type Options struct {
 	// DriftNotifier is told of each drift transition, beside the Events;
 	// nil means none.
 	DriftNotifier DriftNotifier
+	// Dependencies is the dependencies stage (spec.propagateDependencies);
+	// nil: workloads' dependencies do not go with them (an agent).
+	Dependencies *dependencies.Stage
 	// Health judges member copies by their kind's health rules; the
 	// federation controller sets each kind's spec.healthRules on it. Nil:
 	// no health is recorded.
@@ -139,7 +143,7 @@ func NewAgent(mgr manager.Manager, typ Type, member *clustercache.Member, fieldM
 // newReconciler returns the reconciler of typ and the owners of its
 // stages; agent is nil on the host.
 func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
 		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
 		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, maxWaiver: opts.MaxWaiver, agent: agent, health: opts.Health},
@@ -147,6 +151,8 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
 			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},
 	}
+	r.report.dependencies = r.carriesDependencies()
+	return r
 }
 
 // newController wires r into a controller named name: its watches, and the
@@ -198,6 +204,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 			source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
 		)
 	}
+	sources = append(sources, c.dependencySources()...)
 	for _, s := range sources {
 		if err := c.ctrl.Watch(s); err != nil {
 			return fmt.Errorf("watching for the propagation controller of %s: %w", c.typ.Name, err)

@@ -41,6 +41,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, fed *unstructured.Unst
 			return reconcile.Result{RequeueAfter: r.opts.RetryPeriod}, nil
 		}
 	}
+	if err := r.releaseDependencies(ctx, fed); err != nil {
+		return reconcile.Result{}, err
+	}
 	if r.typ.IsNamespace() && r.notifier != nil {
 		r.notifier.NamespaceChanged(fed.GetName())
 	}

@@ -95,6 +95,10 @@ type syncState struct {
 	gone bool
 	// rollout is the rollout stage's plan under spec.rollout Waves.
 	rollout *rolloutPlan
+	// deps are the dependencies stage's, and depsErr why a write of it
+	// failed (the sync is retried).
+	deps    []typesv1beta1.DependencyStatus
+	depsErr error
 }
 
 // reconcileNormal syncs fed: read, place, claim (the finalizer), rollout,
@@ -124,6 +128,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err := r.claim(ctx, s); err != nil || s.gone {
 		return reconcile.Result{}, err
 	}
+	r.carryDependencies(ctx, s)
 	if err := r.planRollout(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -135,6 +140,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	}
 	if err := r.recordVersions(ctx, s); err != nil {
 		return reconcile.Result{}, err
+	}
+	if s.depsErr != nil {
+		// After the workload's own sync, which does not wait for them.
+		return reconcile.Result{}, s.depsErr
 	}
 	res = untilExpiry(r.requeue(s.results), s.spec, time.Now())
 	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {

@@ -20,6 +20,7 @@ import (
 
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 )
 
 // reporter is the report stage of a sync: the federated resource's status
@@ -33,15 +34,21 @@ type reporter struct {
 	now      func() time.Time
 	// driftNotifier, when not nil, is told of drift transitions.
 	driftNotifier DriftNotifier
+	// dependencies: the sync has a dependencies stage, whose outcome
+	// the status reports.
+	dependencies bool
 }
 
 // writeFederatedStatus writes the federated resource's status when it
 // changed.
-func (rep *reporter) writeFederatedStatus(ctx context.Context, fed *unstructured.Unstructured, t targets, results []clusterResult, plan *rolloutPlan) error {
+func (rep *reporter) writeFederatedStatus(ctx context.Context, s *syncState) error {
+	fed := s.fed
 	old := FederatedStatusOf(fed)
 	now := metav1.NewTime(rep.now())
-	next := federatedStatus(old, rep.typ, t, results, fed.GetGeneration(), now)
-	rolloutStatus(&next, plan, fed.GetGeneration(), now)
+	next := federatedStatus(old, rep.typ, s.t, s.results, fed.GetGeneration(), now)
+	rolloutStatus(&next, s.rollout, fed.GetGeneration(), now)
+	on := s.spec.PropagateDependencies && dependencies.HasPodTemplate(rep.typ.Target.GroupKind())
+	dependencyStatus(&next, on, rep.dependencies, s.deps, fed.GetGeneration(), now)
 	return rep.patchFederatedStatus(ctx, fed, old, next)
 }
 
@@ -193,7 +200,7 @@ func (rep *reporter) synced(ctx context.Context, s *syncState) error {
 	rep.recordDrift(s.fed, s.in, s.results)
 	rep.recordFailures(s.fed, s.in, s.results)
 	rep.drifted.set(client.ObjectKeyFromObject(s.fed), s.results)
-	if err := rep.writeFederatedStatus(ctx, s.fed, s.t, s.results, s.rollout); err != nil {
+	if err := rep.writeFederatedStatus(ctx, s); err != nil {
 		return err
 	}
 	// After the status that records them: a sync whose status write was

@@ -31,6 +31,8 @@ type Spec struct {
 	RetainReplicas bool                           `json:"retainReplicas,omitempty"`
 	DriftPolicy    *typesv1beta1.DriftPolicy      `json:"driftPolicy,omitempty"`
 	Rollout        *typesv1beta1.Rollout          `json:"rollout,omitempty"`
+	// PropagateDependencies: the workload's dependencies go with it.
+	PropagateDependencies bool `json:"propagateDependencies,omitempty"`
 }
 
 // ParseSpec reads placement, overrides, retainReplicas, the drift policy

@@ -74,7 +74,7 @@ func run(m *testing.M) int {
 	}
 	// A short resync period, so that the steady-state tests see periodic
 	// resyncs (which must write nothing).
-	shared, err := fedtest.StartControllerManager(fedwardenBin, fed, dir, steadyProbes.fedtest("--resync-period", resyncPeriod.String(), "--member-list-timeout", memberListTimeout.String()))
+	shared, err := fedtest.StartControllerManager(fedwardenBin, fed, dir, steadyProbes.fedtest("--propagate-dependencies", "--resync-period", resyncPeriod.String(), "--member-list-timeout", memberListTimeout.String()))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return stopFederation(1)

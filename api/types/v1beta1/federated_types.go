@@ -356,6 +356,57 @@ type FederatedStatus struct {
 	// spec.rollout.strategy Waves.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+
+	// Dependencies are the objects the pod template names, under
+	// spec.propagateDependencies, with how each goes with the workload.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Dependencies []DependencyStatus `json:"dependencies,omitempty"`
+}
+
+// DependencyState is how a dependency goes with its workload.
+// +kubebuilder:validation:Enum=Propagated;Explicit;Missing;KindNotEnabled;Failed
+type DependencyState string
+
+const (
+	// DependencyPropagated: a derived federated resource of the same name
+	// places the object where the workload is (its own CPV says how each
+	// copy is).
+	DependencyPropagated DependencyState = "Propagated"
+	// DependencyExplicit: a Federated<Kind> of the same name that the user
+	// wrote places the object; it wins, and its placement is the user's.
+	DependencyExplicit DependencyState = "Explicit"
+	// DependencyMissing: the object does not exist in the host's
+	// namespace. The workload is propagated all the same, and its Pods
+	// wait for it, as Kubernetes would have them.
+	DependencyMissing DependencyState = "Missing"
+	// DependencyKindNotEnabled: the object's kind is not federated
+	// (fedwarden enable KIND).
+	DependencyKindNotEnabled DependencyState = "KindNotEnabled"
+	// DependencyFailed: writing its derived federated resource failed;
+	// the message says why, and the sync is retried.
+	DependencyFailed DependencyState = "Failed"
+)
+
+// DependencyStatus is one object the pod template names.
+type DependencyStatus struct {
+	// Kind: ConfigMap, Secret, ServiceAccount or PersistentVolumeClaim.
+	// +kubebuilder:validation:MaxLength=63
+	Kind string `json:"kind"`
+	// Name of the object, in the workload's namespace.
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// State says how it goes with the workload.
+	State DependencyState `json:"state"`
+	// Optional: every place that names it marks it optional, so that
+	// Pods start without it; missing, it does not make the condition
+	// False.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+	// Message says more when it does not go.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // PropagationStatus is how propagation went in one cluster.
@@ -388,6 +439,23 @@ type PropagationStatus struct {
 
 // Condition types and reasons of a Federated<Kind>.
 const (
+	// FederatedDependencies is True when every dependency the pod
+	// template names goes with the workload, under
+	// spec.propagateDependencies (status.dependencies lists them).
+	FederatedDependencies = "DependenciesPropagated"
+	// ReasonDependenciesPropagated: each goes with it, by a derived
+	// resource or by the user's own Federated<Kind>.
+	ReasonDependenciesPropagated = "DependenciesPropagated"
+	// ReasonDependencyMissing: one does not exist on the host.
+	ReasonDependencyMissing = "DependencyMissing"
+	// ReasonDependencyKindNotEnabled: the kind of one is not federated.
+	ReasonDependencyKindNotEnabled = "DependencyKindNotEnabled"
+	// ReasonDependencyFailed: writing one's derived resource failed.
+	ReasonDependencyFailed = "DependencyFailed"
+	// ReasonDependenciesNotEnabled: the controller-manager does not run
+	// the dependencies stage (--propagate-dependencies).
+	ReasonDependenciesNotEnabled = "DependenciesNotEnabled"
+
 	// FederatedScheduled is True when the scheduler found clusters for the
 	// resource; its message names the clusters each plugin ruled out, and
 	// why.
@@ -504,6 +572,17 @@ const (
 	// ConflictResolutionAdopt is the value of AnnotationConflictResolution
 	// that opts in to adoption.
 	ConflictResolutionAdopt = "adopt"
+	// LabelDependency "true" marks a federated resource that Fedwarden
+	// derived from a workload's dependency (spec.propagateDependencies):
+	// it writes and removes such a resource, and never one without it.
+	LabelDependency = "fedwarden.io/dependency"
+	// AnnotationDependencyOf on a derived resource: its owners, the
+	// workloads that need it, as JSON, each with the clusters it is placed
+	// on there. Its placement is their union.
+	AnnotationDependencyOf = "fedwarden.io/dependency-of"
+	// AnnotationDependencySource on a derived resource: the
+	// resourceVersion of the host object its template was copied from.
+	AnnotationDependencySource = "fedwarden.io/dependency-source-version"
 	// AnnotationTemplateVersion on a member copy: the template version it carries.
 	AnnotationTemplateVersion = "fedwarden.io/template-version"
 	// AnnotationOverrideVersion on a member copy: the override version it carries.

@@ -47,6 +47,14 @@ type FederatedDeploymentSpec struct {
 	// reaches the placed clusters: all at once (the default) or in waves.
 	// +optional
 	Rollout *Rollout `json:"rollout,omitempty"`
+
+	// PropagateDependencies sends, with the workload, the ConfigMaps,
+	// Secrets, ServiceAccount (not default) and PersistentVolumeClaims of
+	// its namespace that its pod template names, each as a federated
+	// resource of its own placed on the workload's clusters
+	// (docs/dependencies.md).
+	// +optional
+	PropagateDependencies bool `json:"propagateDependencies,omitempty"`
 }
 
 // FederatedDeployment places a Deployment on member clusters.

@@ -28,6 +28,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/clusterhealth"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	copyhealth "github.com/fedwarden/fedwarden/internal/copyhealth"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
@@ -43,12 +44,14 @@ import (
 
 // options are the command's flags.
 type options struct {
-	kubeconfig     string
-	context        string
-	namespace      string
-	metrics        metricsendpoint.Options
-	probeAddr      string
-	pprofAddr      string
+	kubeconfig string
+	context    string
+	namespace  string
+	metrics    metricsendpoint.Options
+	probeAddr  string
+	pprofAddr  string
+	// dependencies runs the dependencies stage (--propagate-dependencies).
+	dependencies   bool
 	leaderElect    bool
 	leaderElectID  string
 	hostQPS        float32
@@ -143,6 +146,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.DurationVar(&o.propagation.MaxWaiver, "max-waiver-duration", o.propagation.MaxWaiver, "how far ahead a drift waiver (spec.driftPolicy.waivers) may expire and be honoured; one that expires later keeps nothing until it is within this")
 	f.DurationVar(&o.propagation.ResyncPeriod, "resync-period", o.propagation.ResyncPeriod, "how often every federated resource is compared with its member copies again even without a change event (0 disables); nothing is written when nothing drifted")
 	o.notify.AddFlags(f)
+	f.BoolVar(&o.dependencies, "propagate-dependencies", false, "send the ConfigMaps, Secrets, ServiceAccounts and PersistentVolumeClaims a workload's pod template names with it, "+
+		"for workloads with spec.propagateDependencies; needs get, list and watch on those kinds in every namespace, and create and delete on their federated kinds (docs/dependencies.md)")
 	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins: * for all ("+strings.Join(scheduler.Registry().Names(), ", ")+"), -Name to disable one, e.g. *,-Capacity")
 	f.DurationVar(&o.capacityDelay, "capacity-debounce", 5*time.Second, "how long member Node and ResourceQuota changes are gathered before resources are scheduled again")
 	f.DurationVar(&o.health.Period, "cluster-health-period", o.health.Period, "time between two health probes of a member cluster")
@@ -288,10 +293,30 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 	if o.propagation.Health, err = copyhealth.New(); err != nil {
 		return fmt.Errorf("compiling the built-in health rules: %w", err)
 	}
+	if err := setupDependencies(mgr, o); err != nil {
+		return err
+	}
 	federation = typeconfig.NewReconciler(mgr, members, o.propagation)
 	if err := federation.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
 	}
+	return nil
+}
+
+// setupDependencies gives propagation its dependencies stage under
+// --propagate-dependencies.
+func setupDependencies(mgr ctrl.Manager, o *options) error {
+	if !o.dependencies {
+		return nil
+	}
+	meta, err := dependencies.NewMetadataCache(mgr.GetConfig(), mgr.GetScheme())
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(meta); err != nil {
+		return fmt.Errorf("adding the cache of the dependencies' metadata: %w", err)
+	}
+	o.propagation.Dependencies = dependencies.NewStage(mgr.GetClient(), mgr.GetAPIReader(), meta)
 	return nil
 }
 

@@ -1,0 +1,360 @@
+package dependencies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+// Kinds are the kinds a pod template can name, in the order they are
+// reported.
+var Kinds = []string{ConfigMap, PersistentVolumeClaim, Secret, ServiceAccount}
+
+// Stage is the dependencies stage of a workload's sync: it writes the
+// derived federated resources of the objects the workload's pod template
+// names, and takes the workload off those it no longer names. It writes
+// nothing else; the derived resources' own propagation places them.
+type Stage struct {
+	// client reads FederatedTypeConfigs and federated resources from the
+	// cache, and writes the derived resources.
+	client client.Client
+	// host reads the host objects themselves, from the API server: the
+	// cache holds only the control plane's Secrets.
+	host client.Reader
+	// meta caches the metadata of the host objects of Kinds: their
+	// changes sync their owners (Source), and an object whose
+	// resourceVersion its derived resource already records is not read
+	// again.
+	meta cache.Cache
+}
+
+// NewStage returns the dependencies stage. meta is a cache of the host's
+// objects' metadata, which the caller starts (NewMetadataCache).
+func NewStage(c client.Client, host client.Reader, meta cache.Cache) *Stage {
+	return &Stage{client: c, host: host, meta: meta}
+}
+
+// NewMetadataCache returns the cache of metadata NewStage wants: of every
+// namespace, as dependencies live in the workloads' namespaces. It reads
+// no Secret's data. Add it to the manager, which starts it.
+func NewMetadataCache(cfg *rest.Config, scheme *runtime.Scheme) (cache.Cache, error) {
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultTransform: cache.TransformStripManagedFields()})
+	if err != nil {
+		return nil, fmt.Errorf("creating the cache of the dependencies' metadata: %w", err)
+	}
+	return c, nil
+}
+
+// Source is a watch of the metadata of the host objects of kind, one of
+// Kinds, that calls h on each change.
+func (s *Stage) Source(kind string, h handler.TypedEventHandler[*metav1.PartialObjectMetadata, reconcile.Request]) source.TypedSource[reconcile.Request] {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: kind})
+	return source.Kind(s.meta, obj, h, predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{})
+}
+
+// Workload is a workload under spec.propagateDependencies, as one sync
+// sees it.
+type Workload struct {
+	// Federated is the workload's federated kind; Target the kind of its
+	// copies, whose pod template names the dependencies.
+	Federated schema.GroupVersionKind
+	Target    schema.GroupKind
+	Object    *unstructured.Unstructured
+	// Clusters are the clusters the workload is placed on.
+	Clusters []string
+	// Remediation is its drift policy's remediation, if it sets one.
+	Remediation typesv1beta1.Remediation
+}
+
+func (w Workload) key() string { return OwnerKey(w.Federated, w.Object.GetName()) }
+
+func (w Workload) owner() Owner {
+	a := w.Object.GetAnnotations()
+	return Owner{
+		Clusters:    w.Clusters,
+		Remediation: w.Remediation,
+		Adopt:       a[typesv1beta1.AnnotationConflictResolution] == typesv1beta1.ConflictResolutionAdopt,
+		Orphan:      a[typesv1beta1.AnnotationOrphan] == "true",
+	}
+}
+
+// Sync makes each dependency w's template names go with w: it returns
+// how each goes, and an error when a write failed (to retry). Writes are
+// conditional on the resourceVersion read, so that two workloads sharing a
+// dependency never undo each other's entry.
+func (s *Stage) Sync(ctx context.Context, w Workload) ([]typesv1beta1.DependencyStatus, error) {
+	template, _, err := unstructured.NestedMap(w.Object.Object, "spec", "template")
+	if err != nil {
+		return nil, fmt.Errorf("reading spec.template: %w", err)
+	}
+	refs, err := Find(w.Target, template)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := s.kinds(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var statuses []typesv1beta1.DependencyStatus
+	var errs []error
+	named := map[string]bool{}
+	for _, ref := range refs {
+		named[ref.Kind+"/"+ref.Name] = true
+		st, err := s.carry(ctx, w, ref, kinds)
+		statuses = append(statuses, st)
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.release(ctx, w.Object.GetNamespace(), w.key(), kinds, named))
+	return statuses, errors.Join(errs...)
+}
+
+// Release takes w off every derived resource it owns: a resource left
+// without owners is deleted, and with it its copies.
+func (s *Stage) Release(ctx context.Context, w Workload) error {
+	kinds, err := s.kinds(ctx)
+	if err != nil {
+		return err
+	}
+	return s.release(ctx, w.Object.GetNamespace(), w.key(), kinds, nil)
+}
+
+// kinds are the federated kinds of the enabled types of the kinds a pod
+// template names, by kind.
+func (s *Stage) kinds(ctx context.Context) (map[string]schema.GroupVersionKind, error) {
+	var ftcs corev1beta1.FederatedTypeConfigList
+	if err := s.client.List(ctx, &ftcs); err != nil {
+		return nil, fmt.Errorf("listing FederatedTypeConfigs: %w", err)
+	}
+	kinds := map[string]schema.GroupVersionKind{}
+	for _, ftc := range ftcs.Items {
+		t, f := ftc.Spec.TargetType, ftc.Spec.FederatedType
+		if t.Group != "" || !slices.Contains(Kinds, t.Kind) || ftc.Spec.Propagation == corev1beta1.Disabled || !ftc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		kinds[t.Kind] = schema.GroupVersionKind{Group: f.Group, Version: f.Version, Kind: f.Kind}
+	}
+	return kinds, nil
+}
+
+// carry writes ref's derived resource with w among its owners.
+func (s *Stage) carry(ctx context.Context, w Workload, ref Ref, kinds map[string]schema.GroupVersionKind) (typesv1beta1.DependencyStatus, error) {
+	st := typesv1beta1.DependencyStatus{Kind: ref.Kind, Name: ref.Name, Optional: ref.Optional}
+	federated, ok := kinds[ref.Kind]
+	if !ok {
+		st.State = typesv1beta1.DependencyKindNotEnabled
+		st.Message = fmt.Sprintf("%s is not a federated kind here, so %s %q (%s) does not go with the workload: run fedwarden enable %s",
+			ref.Kind, ref.Kind, ref.Name, where(ref), strings.ToLower(ref.Kind)+"s")
+		return st, nil
+	}
+	ns := w.Object.GetNamespace()
+	existing, err := s.derived(ctx, federated, ns, ref.Name)
+	if err != nil {
+		return failed(st, err)
+	}
+	if existing != nil && !IsDerived(existing) {
+		st.State = typesv1beta1.DependencyExplicit
+		st.Message = fmt.Sprintf("%s %q, which does not carry the label %s, places it: its placement wins over the workload's",
+			federated.Kind, ref.Name, typesv1beta1.LabelDependency)
+		return st, nil
+	}
+	host, err := s.hostObject(ctx, ref, ns, existing)
+	if apierrors.IsNotFound(err) {
+		st.State = typesv1beta1.DependencyMissing
+		st.Message = fmt.Sprintf("%s %q (%s) does not exist in namespace %s on the host: the workload goes without it, and its Pods wait for it%s",
+			ref.Kind, ref.Name, where(ref), ns, optional(ref))
+		return st, nil
+	}
+	if err != nil {
+		return failed(st, err)
+	}
+	owners, err := OwnersOf(orEmpty(existing))
+	if err != nil {
+		return failed(st, err)
+	}
+	owners[w.key()] = w.owner()
+	desired, err := Derive(federated, ns, ref.Name, host, existing, owners)
+	if err != nil {
+		return failed(st, err)
+	}
+	if err := s.write(ctx, existing, desired); err != nil {
+		return failed(st, err)
+	}
+	st.State = typesv1beta1.DependencyPropagated
+	return st, nil
+}
+
+func failed(st typesv1beta1.DependencyStatus, err error) (typesv1beta1.DependencyStatus, error) {
+	st.State = typesv1beta1.DependencyFailed
+	st.Message = err.Error()
+	return st, err
+}
+
+func where(ref Ref) string { return "named by " + strings.Join(ref.From, ", ") }
+
+func optional(ref Ref) string {
+	if ref.Optional {
+		return " (every place marks it optional)"
+	}
+	return ""
+}
+
+func orEmpty(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if obj == nil {
+		return &unstructured.Unstructured{}
+	}
+	return obj
+}
+
+// derived reads the federated resource of kind federated named name, from
+// the cache; nil when there is none.
+func (s *Stage) derived(ctx context.Context, federated schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(federated)
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading %s %s/%s: %w", federated.Kind, ns, name, err)
+	}
+	return obj, nil
+}
+
+// hostObject reads the host object ref names. When the metadata cache
+// says it has not changed since existing's template was copied from it,
+// the copy in existing serves, and nothing is read.
+func (s *Stage) hostObject(ctx context.Context, ref Ref, ns string, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := schema.GroupVersionKind{Version: "v1", Kind: ref.Kind}
+	key := client.ObjectKey{Namespace: ns, Name: ref.Name}
+	if existing != nil && s.meta != nil {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(gvk)
+		if err := s.meta.Get(ctx, key, meta); err == nil &&
+			meta.ResourceVersion == existing.GetAnnotations()[typesv1beta1.AnnotationDependencySource] {
+			return nil, nil
+		}
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	if err := s.host.Get(ctx, key, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("reading %s %s on the host: %w", ref.Kind, key, err)
+	}
+	return obj, nil
+}
+
+// write creates desired, or updates existing to it when they differ,
+// conditional on the resourceVersion read.
+func (s *Stage) write(ctx context.Context, existing, desired *unstructured.Unstructured) error {
+	if existing == nil {
+		if err := s.client.Create(ctx, desired); err != nil {
+			return fmt.Errorf("creating %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
+		}
+		return nil
+	}
+	if equality.Semantic.DeepEqual(existing.Object, desired.Object) {
+		return nil
+	}
+	if err := s.client.Patch(ctx, desired, client.MergeFromWithOptions(existing, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
+	}
+	return nil
+}
+
+// release takes the owner key off the derived resources in ns that it
+// owns and that keep does not name (kind/name).
+func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]schema.GroupVersionKind, keep map[string]bool) error {
+	var errs []error
+	for _, kind := range Kinds {
+		federated, ok := kinds[kind]
+		if !ok {
+			continue
+		}
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(federated.GroupVersion().WithKind(federated.Kind + "List"))
+		if err := s.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{typesv1beta1.LabelDependency: "true"}); err != nil {
+			errs = append(errs, fmt.Errorf("listing %s in %s: %w", federated.Kind, ns, err))
+			continue
+		}
+		for i := range list.Items {
+			errs = append(errs, s.releaseOne(ctx, &list.Items[i], federated, key, keep[kind+"/"+list.Items[i].GetName()]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, key string, keep bool) error {
+	owners, err := OwnersOf(obj)
+	if err != nil {
+		return err
+	}
+	if _, owned := owners[key]; !owned || keep {
+		return nil
+	}
+	delete(owners, key)
+	if len(owners) == 0 {
+		uid, rv := obj.GetUID(), obj.GetResourceVersion()
+		err := s.client.Delete(ctx, obj, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s/%s, which no workload needs any more: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
+		}
+		return nil
+	}
+	desired, err := Derive(federated, obj.GetNamespace(), obj.GetName(), nil, obj, owners)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, obj, desired)
+}
+
+// OwnersOfHost returns the names of the workloads of kind federated that
+// own the derived resource of the host object kind/ns/name: those to sync
+// when it changes.
+func (s *Stage) OwnersOfHost(ctx context.Context, kind, ns, name string, federated schema.GroupVersionKind) []string {
+	kinds, err := s.kinds(ctx)
+	if err != nil {
+		return nil
+	}
+	fk, ok := kinds[kind]
+	if !ok {
+		return nil
+	}
+	obj, err := s.derived(ctx, fk, ns, name)
+	if err != nil || obj == nil || !IsDerived(obj) {
+		return nil
+	}
+	owners, err := OwnersOf(obj)
+	if err != nil {
+		return nil
+	}
+	prefix := OwnerKey(federated, "")
+	var names []string
+	for key := range owners {
+		if n, ok := strings.CutPrefix(key, prefix); ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}

@@ -1,0 +1,322 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/fedwarden/fedwarden/test/poll"
+)
+
+// typesEnabled enables a type in the shared test bed once per run.
+var typesEnabled sync.Map // resource → func() error
+
+// enableTypes enables the types named (as fedwarden enable takes them)
+// in the shared test bed, and waits for their controllers to run.
+func enableTypes(t *testing.T, resources ...string) {
+	t.Helper()
+	joinedMembers(t)
+	host := hostClient(t)
+	for _, resource := range resources {
+		once, _ := typesEnabled.LoadOrStore(resource, sync.OnceValue(func() error {
+			// Not a test's context: the type serves every test.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			r, err := fedtest.Run(ctx, fedwardenBin, "enable", resource, "--host-kubeconfig", fed.Host.Kubeconfig)
+			if err != nil {
+				return err
+			}
+			if r.Code != 0 {
+				return fmt.Errorf("fedwarden enable %s:\n%s", resource, r)
+			}
+			return nil
+		}))
+		if err := once.(func() error)(); err != nil {
+			t.Fatalf("enabling %s in the shared test bed: %v", resource, err)
+		}
+		poll.Eventually(t, time.Minute, resource+" to be Running", func(ctx context.Context) (bool, string) {
+			ftc := &corev1beta1.FederatedTypeConfig{}
+			if err := host.Get(ctx, types.NamespacedName{Name: resource}, ftc); err != nil {
+				return false, err.Error()
+			}
+			return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
+		})
+	}
+}
+
+// TestDependenciesTravelWithTheirWorkload: a FederatedDeployment with
+// spec.propagateDependencies that mounts a ConfigMap, reads a Secret and
+// runs as a ServiceAccount finds all three in both members, each with a
+// CPV of its own, InSync; a change of the host ConfigMap reaches both, and
+// a hand edit in a member is healed. A second workload that needs the
+// ConfigMap keeps it in the cluster the first one leaves, while the
+// Secret and ServiceAccount, which only the first needs, go from there;
+// once no workload there needs the ConfigMap, it goes too. A dependency
+// missing on the host is reported, and the workload is propagated all the
+// same.
+func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
+	skipInShortMode(t)
+	t.Parallel()
+	enableDeployments(t)
+	enableTypes(t, "configmaps", "secrets", "serviceaccounts")
+	host := hostClient(t)
+	ns := testNamespace(t, host)
+	a, b := fed.Members[0].Name, fed.Members[1].Name
+	members := map[string]client.Client{a: memberClient(t, 0), b: memberClient(t, 1)}
+	secretValue := randomValue(t)
+
+	createObject(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"mode": "blue"}})
+	createObject(t, host, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}, StringData: map[string]string{"password": secretValue}})
+	createObject(t, host, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-sa"}})
+	createObject(t, host, dependentDeployment(t, ns, "web", "web-sa", "web-secret", a, b))
+
+	for _, cluster := range []string{a, b} {
+		waitForMemberConfigMap(t, members[cluster], cluster, ns, "web-config", "blue")
+		waitForMemberObject(t, members[cluster], cluster, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}}, func(o client.Object) bool {
+			return string(o.(*corev1.Secret).Data["password"]) == secretValue
+		})
+		waitForMemberObject(t, members[cluster], cluster, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-sa"}}, nil)
+	}
+	for _, cpv := range []string{"configmap-web-config", "secret-web-secret", "serviceaccount-web-sa"} {
+		for _, cluster := range []string{a, b} {
+			waitForEntry(t, host, ns, cpv, cluster, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
+		}
+	}
+	waitForDependencies(t, host, ns, "web", metav1.ConditionTrue, map[string]typesv1beta1.DependencyState{
+		"ConfigMap/web-config": typesv1beta1.DependencyPropagated, "Secret/web-secret": typesv1beta1.DependencyPropagated, "ServiceAccount/web-sa": typesv1beta1.DependencyPropagated,
+	})
+	checkNoTokenIn(t, "the FederatedDeployment's status", statusText(t, host, "FederatedDeployment", ns, "web"), secretValue)
+
+	t.Run("a change of the host ConfigMap reaches both members, and a hand edit is healed", func(t *testing.T) {
+		patchHost(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"green"}}`)
+		for _, cluster := range []string{a, b} {
+			waitForMemberConfigMap(t, members[cluster], cluster, ns, "web-config", "green")
+		}
+		patchHost(t, members[a], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"by-hand"}}`)
+		waitForMemberConfigMap(t, members[a], a, ns, "web-config", "green")
+	})
+
+	t.Run("a second workload keeps the ConfigMap where the first leaves", func(t *testing.T) {
+		createObject(t, host, dependentDeployment(t, ns, "worker", "", "", b))
+		waitForDerivedOwners(t, host, ns, "web-config", "FederatedDeployment.types.kubefed.io/web", "FederatedDeployment.types.kubefed.io/worker")
+		patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
+			_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": a}}, "spec", "placement", "clusters")
+		})
+		waitForAbsent(t, members[b], &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}}, b, settleWithin)
+		waitForAbsent(t, members[b], &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-sa"}}, b, settleWithin)
+		// The Deployment of web left b; the ConfigMap worker needs stays.
+		waitForAbsentDeployment(t, members[b], b, ns, "web")
+		waitForMemberConfigMap(t, members[b], b, ns, "web-config", "green")
+		waitForMemberConfigMap(t, members[a], a, ns, "web-config", "green")
+	})
+
+	t.Run("the ConfigMap goes from a cluster once no workload there needs it", func(t *testing.T) {
+		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "worker", "", "", b)); err != nil {
+			t.Fatal(err)
+		}
+		waitForAbsent(t, members[b], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, b, settleWithin)
+		waitForDerivedOwners(t, host, ns, "web-config", "FederatedDeployment.types.kubefed.io/web")
+		waitForMemberConfigMap(t, members[a], a, ns, "web-config", "green")
+	})
+
+	t.Run("a dependency missing on the host is reported, and the workload goes without it", func(t *testing.T) {
+		patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
+			volumes := []any{
+				map[string]any{"name": "config", "configMap": map[string]any{"name": "web-config"}},
+				map[string]any{"name": "extra", "configMap": map[string]any{"name": "not-there"}},
+			}
+			_ = unstructured.SetNestedSlice(obj.Object, volumes, "spec", "template", "spec", "template", "spec", "volumes")
+		})
+		waitForDependencies(t, host, ns, "web", metav1.ConditionFalse, map[string]typesv1beta1.DependencyState{
+			"ConfigMap/web-config": typesv1beta1.DependencyPropagated, "ConfigMap/not-there": typesv1beta1.DependencyMissing,
+			"Secret/web-secret": typesv1beta1.DependencyPropagated, "ServiceAccount/web-sa": typesv1beta1.DependencyPropagated,
+		})
+		poll.Eventually(t, settleWithin, "the Deployment with the new volume in "+a, func(ctx context.Context) (bool, string) {
+			d, err := memberDeploymentOf(ctx, members[a], ns, "web")
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(d.Spec.Template.Spec.Volumes) == 2, fmt.Sprintf("%d volumes", len(d.Spec.Template.Spec.Volumes))
+		})
+	})
+
+	t.Run("deleting the workload removes what only it needed", func(t *testing.T) {
+		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "web", "", "", a)); err != nil {
+			t.Fatal(err)
+		}
+		waitForAbsent(t, members[a], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, a, settleWithin)
+		waitForAbsent(t, members[a], &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}}, a, settleWithin)
+		// The host objects are the user's: they stay.
+		if err := host.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web-config"}, &corev1.ConfigMap{}); err != nil {
+			t.Errorf("the host ConfigMap: %v; want it kept", err)
+		}
+	})
+}
+
+// dependentDeployment is a FederatedDeployment under propagateDependencies
+// that mounts ConfigMap web-config, and runs as sa and reads the Secret
+// secret when they are named.
+func dependentDeployment(t *testing.T, ns, name, sa, secret string, clusters ...string) *unstructured.Unstructured {
+	t.Helper()
+	var placed []any
+	for _, c := range clusters {
+		placed = append(placed, map[string]any{"name": c})
+	}
+	container := map[string]any{"name": "web", "image": "nginx:1.27"}
+	if secret != "" {
+		container["env"] = []any{map[string]any{"name": "PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": secret, "key": "password"}}}}
+	}
+	pod := map[string]any{
+		"containers": []any{container},
+		"volumes":    []any{map[string]any{"name": "config", "configMap": map[string]any{"name": "web-config"}}},
+	}
+	if sa != "" {
+		pod["serviceAccountName"] = sa
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1",
+		"kind":       "FederatedDeployment",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{
+			"propagateDependencies": true,
+			"placement":             map[string]any{"clusters": placed},
+			"template": map[string]any{"spec": map[string]any{
+				"replicas": int64(1),
+				"selector": map[string]any{"matchLabels": map[string]any{"app": name}},
+				"template": map[string]any{
+					"metadata": map[string]any{"labels": map[string]any{"app": name}},
+					"spec":     pod,
+				},
+			}},
+		},
+	}}
+}
+
+// memberDeploymentOf reads a member's Deployment.
+func memberDeploymentOf(ctx context.Context, c client.Client, ns, name string) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d)
+}
+
+// federatedStatusOf reads the status of a federated resource.
+func federatedStatusOf(obj *unstructured.Unstructured) (typesv1beta1.FederatedStatus, error) {
+	var st typesv1beta1.FederatedStatus
+	raw, _, err := unstructured.NestedMap(obj.Object, "status")
+	if err != nil || raw == nil {
+		return st, err
+	}
+	return st, runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &st)
+}
+
+func waitForMemberObject(t *testing.T, c client.Client, cluster string, obj client.Object, ok func(client.Object) bool) {
+	t.Helper()
+	poll.Eventually(t, settleWithin, fmt.Sprintf("%T %s in %s", obj, client.ObjectKeyFromObject(obj), cluster), func(ctx context.Context) (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return false, err.Error()
+		}
+		return ok == nil || ok(obj), "present, not as wanted yet"
+	})
+}
+
+func waitForMemberConfigMap(t *testing.T, c client.Client, cluster, ns, name, mode string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	poll.Eventually(t, settleWithin, fmt.Sprintf("ConfigMap %s/%s in %s with mode %s", ns, name, cluster, mode), func(ctx context.Context) (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+			return false, err.Error()
+		}
+		return cm.Data["mode"] == mode && cm.DeletionTimestamp == nil, fmt.Sprintf("mode %q", cm.Data["mode"])
+	})
+}
+
+func waitForAbsentDeployment(t *testing.T, c client.Client, cluster, ns, name string) {
+	t.Helper()
+	poll.Eventually(t, settleWithin, fmt.Sprintf("Deployment %s/%s gone from %s", ns, name, cluster), func(ctx context.Context) (bool, string) {
+		_, err := memberDeploymentOf(ctx, c, ns, name)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+func patchHost(t *testing.T, c client.Client, obj client.Object, patch string) {
+	t.Helper()
+	if err := c.Patch(t.Context(), obj, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("patching %T %s: %v", obj, client.ObjectKeyFromObject(obj), err)
+	}
+}
+
+// waitForDependencies waits for the workload's DependenciesPropagated
+// condition to be status, and its status.dependencies to be want.
+func waitForDependencies(t *testing.T, c client.Client, ns, name string, status metav1.ConditionStatus, want map[string]typesv1beta1.DependencyState) {
+	t.Helper()
+	poll.Eventually(t, settleWithin, "the dependencies in the status of "+name, func(ctx context.Context) (bool, string) {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("types.kubefed.io/v1beta1")
+		obj.SetKind("FederatedDeployment")
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+			return false, err.Error()
+		}
+		st, err := federatedStatusOf(obj)
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]typesv1beta1.DependencyState{}
+		for _, d := range st.Dependencies {
+			got[d.Kind+"/"+d.Name] = d.State
+		}
+		cond := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedDependencies)
+		if cond == nil || cond.Status != status || fmt.Sprint(got) != fmt.Sprint(want) {
+			return false, fmt.Sprintf("condition %+v, dependencies %+v", cond, st.Dependencies)
+		}
+		return true, ""
+	})
+}
+
+// waitForDerivedOwners waits for the derived FederatedConfigMap name to
+// be owned by exactly owners.
+func waitForDerivedOwners(t *testing.T, c client.Client, ns, name string, owners ...string) {
+	t.Helper()
+	sort.Strings(owners)
+	poll.Eventually(t, settleWithin, "the owners of FederatedConfigMap "+name, func(ctx context.Context) (bool, string) {
+		obj := &unstructured.Unstructured{}
+		obj.SetAPIVersion("types.kubefed.io/v1beta1")
+		obj.SetKind("FederatedConfigMap")
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+			return false, err.Error()
+		}
+		raw := obj.GetAnnotations()[typesv1beta1.AnnotationDependencyOf]
+		for _, o := range owners {
+			if !strings.Contains(raw, `"`+o+`"`) {
+				return false, raw
+			}
+		}
+		return strings.Count(raw, `"clusters"`) == len(owners) && obj.GetLabels()[typesv1beta1.LabelDependency] == "true", raw
+	})
+}
+
+func statusText(t *testing.T, c client.Client, kind, ns, name string) string {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("types.kubefed.io/v1beta1")
+	obj.SetKind(kind)
+	if err := c.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: name}, obj); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(obj.Object["status"])
+}
