@@ -62,6 +62,9 @@ type syncInput struct {
 	// both nil otherwise.
 	targets map[string]typesv1beta1.Revision
 	held    map[string]*syncInput
+	// waiting are the clusters where no copy exists yet whose first one
+	// waits for the workload's dependencies, with what it waits for.
+	waiting map[string]string
 }
 
 // Inputs are what a sync of a resource takes from it and its CPV before
@@ -156,6 +159,10 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 	results := make([]clusterResult, len(placed))
 	var wg sync.WaitGroup
 	for i, name := range placed {
+		if msg, ok := in.waiting[name]; ok {
+			results[i] = clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForDependencies, message: msg, waiting: true, pending: true}
+			continue
+		}
 		if fc := set[name]; isPull(fc) && a.agent == nil {
 			prev, recorded := in.previous[name]
 			results[i] = scrubbed(reportedByAgent(name, fc, prev, recorded, in.versionsOf(name)), a.scrubberOf(in.fed))

@@ -36,8 +36,8 @@ func cpvStatus(old typesv1beta1.ClusterPropagatedVersionStatus, v render.Version
 	}
 	drifted, healthy := int32(0), int32(0)
 	for _, res := range results {
-		if res.fromAgent && res.entry == nil {
-			continue // nothing reported yet
+		if res.fromAgent && res.entry == nil || res.waiting {
+			continue // nothing reported, or written, yet
 		}
 		cv := clusterVersion(previous[res.name], res, v, resync, now)
 		if cv.State != typesv1beta1.InSync && cv.State != typesv1beta1.RolloutPending {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -46,11 +48,66 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 	w := r.dependencyWorkload(s.fed, s.spec, s.t.names)
 	if s.spec.PropagateDependencies {
 		s.deps, s.depsErr = r.opts.Dependencies.Sync(ctx, w)
+		s.depsWaiting = r.waitingForDependencies(ctx, s)
 		return
 	}
 	if len(FederatedStatusOf(s.fed).Dependencies) > 0 {
 		s.depsErr = r.opts.Dependencies.Release(ctx, w)
 	}
+}
+
+// dependencyPoll is how soon a workload whose first copy in a cluster
+// waits for its dependencies is synced again.
+const dependencyPoll = time.Second
+
+// waitingForDependencies returns the Push clusters where the workload has
+// no copy yet (its CPV records none) and a dependency it sends has none
+// either, with what the first copy waits for: it is written once they are
+// there, so that its Pods never start without them. Only the derived
+// resources are waited for: a user's own Federated<Kind> places its
+// object where the user says. A dependency whose copy failed (its own
+// status says why) is not waited for, nor is a Pull cluster's, whose
+// agent writes in its own order.
+func (r *Reconciler) waitingForDependencies(ctx context.Context, s *syncState) map[string]string {
+	recorded := map[string]bool{}
+	for _, cv := range s.cpv.Status.ClusterVersions {
+		recorded[string(cv.ClusterName)] = true
+	}
+	var waiting map[string]string
+	for _, cluster := range s.t.names {
+		if recorded[cluster] || isPull(s.set[cluster]) {
+			continue
+		}
+		var missing []string
+		for _, d := range s.deps {
+			if d.State == typesv1beta1.DependencyPropagated && !r.dependencyCopyThere(ctx, s.fed.GetNamespace(), d, cluster) {
+				missing = append(missing, d.Kind+" "+d.Name)
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		if waiting == nil {
+			waiting = map[string]string{}
+		}
+		waiting[cluster] = "the first copy is written once its dependencies are there: " + strings.Join(missing, ", ")
+	}
+	return waiting
+}
+
+// dependencyCopyThere tells whether the CPV of dependency d records a copy
+// in cluster: an entry that is neither Missing nor Unreachable.
+func (r *Reconciler) dependencyCopyThere(ctx context.Context, ns string, d typesv1beta1.DependencyStatus, cluster string) bool {
+	cpv := &typesv1beta1.ClusterPropagatedVersion{}
+	if err := r.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: strings.ToLower(d.Kind) + "-" + d.Name}, cpv); err != nil {
+		return false
+	}
+	for _, cv := range cpv.Status.ClusterVersions {
+		if string(cv.ClusterName) == cluster {
+			return cv.State != typesv1beta1.Missing && cv.State != typesv1beta1.Unreachable
+		}
+	}
+	return false
 }
 
 // releaseDependencies takes a deleted workload off its dependencies'

@@ -41,7 +41,7 @@ func (rep *reporter) recordDrift(fed *unstructured.Unstructured, in *syncInput, 
 		return
 	}
 	for _, res := range results {
-		if res.fromAgent {
+		if res.fromAgent || res.waiting {
 			continue // a Pull cluster's agent records its own Events
 		}
 		prev := in.previous[res.name]

@@ -54,6 +54,9 @@ type clusterResult struct {
 	remediation typesv1beta1.Remediation
 	// healed is the drift this sync found and re-applied over.
 	healed finding
+	// waiting: the copy is not written yet, as it waits for the
+	// workload's dependencies in the cluster (no CPV entry is written).
+	waiting bool
 	// fromAgent: a Pull cluster, which the host does not write; entry is
 	// the CPV entry its agent wrote (nil before its first report), kept as
 	// it is, and pending is set while that entry is not current.

@@ -99,6 +99,9 @@ type syncState struct {
 	// failed (the sync is retried).
 	deps    []typesv1beta1.DependencyStatus
 	depsErr error
+	// depsWaiting are the clusters whose first copy waits for the
+	// dependencies, with what it waits for.
+	depsWaiting map[string]string
 }
 
 // reconcileNormal syncs fed: read, place, claim (the finalizer), rollout,
@@ -146,6 +149,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 		return reconcile.Result{}, s.depsErr
 	}
 	res = untilExpiry(r.requeue(s.results), s.spec, time.Now())
+	if len(s.depsWaiting) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > dependencyPoll) {
+		res.RequeueAfter = dependencyPoll
+	}
 	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {
 		res.RequeueAfter = s.rollout.Decision.Requeue
 	}
@@ -223,6 +229,7 @@ func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) error {
 	s.in = newSyncInput(s.fed, s.spec, s.cpv, s.t)
 	s.in.joined = s.set
 	s.in.keptByNamespace = s.t.keptByNamespace
+	s.in.waiting = s.depsWaiting
 	if err := s.rollout.heldInputs(s, s.in); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
@@ -85,6 +88,7 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	createObject(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"mode": "blue"}})
 	createObject(t, host, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}, StringData: map[string]string{"password": secretValue}})
 	createObject(t, host, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-sa"}})
+	firstWrites := watchFirstWrites(t, fed.Members[0].Config, ns)
 	createObject(t, host, dependentDeployment(t, ns, "web", "web-sa", "web-secret", a, b))
 
 	for _, cluster := range []string{a, b} {
@@ -103,6 +107,8 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 		"ConfigMap/web-config": typesv1beta1.DependencyPropagated, "Secret/web-secret": typesv1beta1.DependencyPropagated, "ServiceAccount/web-sa": typesv1beta1.DependencyPropagated,
 	})
 	checkNoTokenIn(t, "the FederatedDeployment's status", statusText(t, host, "FederatedDeployment", ns, "web"), secretValue)
+	waitForMemberObject(t, members[a], a, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, nil)
+	firstWrites.checkBefore(t, "Deployment/web", "ConfigMap/web-config", "Secret/web-secret", "ServiceAccount/web-sa")
 
 	t.Run("a change of the host ConfigMap reaches both members, and a hand edit is healed", func(t *testing.T) {
 		patchHost(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"green"}}`)
@@ -319,4 +325,67 @@ func statusText(t *testing.T, c client.Client, kind, ns, name string) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(obj.Object["status"])
+}
+
+// firstWrites records the etcd revision at which each object of a
+// namespace of a member was created, from watches started before anything
+// was written there: one etcd orders every write of a member, so that a
+// smaller revision is an earlier write. (Revisions are opaque to clients
+// in general; the test bed's single etcd per member makes them comparable.)
+type firstWrites struct {
+	mu      sync.Mutex
+	created map[string]uint64
+}
+
+func watchFirstWrites(t *testing.T, cfg *rest.Config, ns string) *firstWrites {
+	t.Helper()
+	c, err := client.NewWithWatch(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := &firstWrites{created: map[string]uint64{}}
+	lists := map[string]client.ObjectList{
+		"Deployment": &appsv1.DeploymentList{}, "ConfigMap": &corev1.ConfigMapList{},
+		"Secret": &corev1.SecretList{}, "ServiceAccount": &corev1.ServiceAccountList{},
+	}
+	for kind, list := range lists {
+		w, err := c.Watch(t.Context(), list, client.InNamespace(ns))
+		if err != nil {
+			t.Fatalf("watching %s in %s: %v", kind, ns, err)
+		}
+		t.Cleanup(w.Stop)
+		go func() {
+			for e := range w.ResultChan() {
+				o, ok := e.Object.(client.Object)
+				if !ok || e.Type != watch.Added {
+					continue
+				}
+				rv, _ := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+				fw.mu.Lock()
+				if _, seen := fw.created[kind+"/"+o.GetName()]; !seen {
+					fw.created[kind+"/"+o.GetName()] = rv
+				}
+				fw.mu.Unlock()
+			}
+		}()
+	}
+	return fw
+}
+
+// checkBefore fails unless each of before was created before first.
+func (fw *firstWrites) checkBefore(t *testing.T, first string, before ...string) {
+	t.Helper()
+	poll.Eventually(t, settleWithin, "the watches to see "+first+" created", func(context.Context) (bool, string) {
+		fw.mu.Lock()
+		defer fw.mu.Unlock()
+		_, ok := fw.created[first]
+		return ok, fmt.Sprint(fw.created)
+	})
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for _, b := range before {
+		if rv, ok := fw.created[b]; !ok || rv >= fw.created[first] {
+			t.Errorf("%s was created at revision %d, %s at %d (seen: %t): want every dependency written before the workload", first, fw.created[first], b, rv, ok)
+		}
+	}
 }

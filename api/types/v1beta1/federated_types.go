@@ -549,6 +549,10 @@ const (
 	// ClusterWaitingForAgent: a Pull cluster whose agent has not reported
 	// the current versions yet (or has stopped renewing its Lease).
 	ClusterWaitingForAgent = "WaitingForAgent"
+	// ClusterWaitingForDependencies: the workload's copy is not written
+	// in a cluster yet, under spec.propagateDependencies, until the
+	// copies of its dependencies are there.
+	ClusterWaitingForDependencies = "WaitingForDependencies"
 	// ClusterCPVMismatch: a Pull cluster's agent found that what the
 	// ClusterPropagatedVersion tells it to apply disagrees with the
 	// federated resource it can read: the resource's spec.placement.clusters
