@@ -89,7 +89,7 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	createObject(t, host, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}, StringData: map[string]string{"password": secretValue}})
 	createObject(t, host, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-sa"}})
 	firstWrites := watchFirstWrites(t, fed.Members[0].Config, ns)
-	createObject(t, host, dependentDeployment(t, ns, "web", "web-sa", "web-secret", a, b))
+	createObject(t, host, dependentDeployment(t, ns, "web", "web-config", "web-sa", "web-secret", a, b))
 
 	for _, cluster := range []string{a, b} {
 		waitForMemberConfigMap(t, members[cluster], cluster, ns, "web-config", "blue")
@@ -120,7 +120,7 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	})
 
 	t.Run("a second workload keeps the ConfigMap where the first leaves", func(t *testing.T) {
-		createObject(t, host, dependentDeployment(t, ns, "worker", "", "", b))
+		createObject(t, host, dependentDeployment(t, ns, "worker", "web-config", "", "", b))
 		waitForDerivedOwners(t, host, ns, "web-config", "FederatedDeployment.types.kubefed.io/web", "FederatedDeployment.types.kubefed.io/worker")
 		patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": a}}, "spec", "placement", "clusters")
@@ -134,7 +134,7 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	})
 
 	t.Run("the ConfigMap goes from a cluster once no workload there needs it", func(t *testing.T) {
-		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "worker", "", "", b)); err != nil {
+		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "worker", "web-config", "", "", b)); err != nil {
 			t.Fatal(err)
 		}
 		waitForAbsent(t, members[b], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, b, settleWithin)
@@ -163,8 +163,34 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 		})
 	})
 
+	t.Run("a user's own FederatedConfigMap wins", func(t *testing.T) {
+		createObject(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "own-config"}, Data: map[string]string{"mode": "own"}})
+		own := decode(t, fmt.Sprintf(`apiVersion: types.kubefed.io/v1beta1
+kind: FederatedConfigMap
+metadata: {name: own-config, namespace: %s}
+spec:
+  placement: {clusters: [{name: %s}]}
+  template: {data: {mode: "user's"}}`, ns, a))
+		createObject(t, host, own)
+		createObject(t, host, dependentDeployment(t, ns, "explicit", "own-config", "", "", a, b))
+		waitForDependencies(t, host, ns, "explicit", metav1.ConditionTrue, map[string]typesv1beta1.DependencyState{"ConfigMap/own-config": typesv1beta1.DependencyExplicit})
+		waitForMemberConfigMap(t, members[a], a, ns, "own-config", "user's")
+		// Not waited for: the user's placement says where it goes.
+		waitForMemberObject(t, members[b], b, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "explicit"}}, nil)
+		if err := host.Get(t.Context(), client.ObjectKeyFromObject(own), own); err != nil {
+			t.Fatal(err)
+		}
+		placed, _, _ := unstructured.NestedSlice(own.Object, "spec", "placement", "clusters")
+		if len(placed) != 1 || own.GetLabels()[typesv1beta1.LabelDependency] != "" || own.GetAnnotations()[typesv1beta1.AnnotationDependencyOf] != "" {
+			t.Errorf("the user's FederatedConfigMap: placement %v, labels %v, annotations %v; want it as the user wrote it", placed, own.GetLabels(), own.GetAnnotations())
+		}
+		if err := members[b].Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "own-config"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("ConfigMap own-config in %s: %v; want none, as the user placed it on %s only", b, err, a)
+		}
+	})
+
 	t.Run("deleting the workload removes what only it needed", func(t *testing.T) {
-		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "web", "", "", a)); err != nil {
+		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "web", "web-config", "", "", a)); err != nil {
 			t.Fatal(err)
 		}
 		waitForAbsent(t, members[a], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, a, settleWithin)
@@ -177,9 +203,9 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 }
 
 // dependentDeployment is a FederatedDeployment under propagateDependencies
-// that mounts ConfigMap web-config, and runs as sa and reads the Secret
-// secret when they are named.
-func dependentDeployment(t *testing.T, ns, name, sa, secret string, clusters ...string) *unstructured.Unstructured {
+// that mounts ConfigMap config, and runs as sa and reads the Secret secret
+// when they are named.
+func dependentDeployment(t *testing.T, ns, name, config, sa, secret string, clusters ...string) *unstructured.Unstructured {
 	t.Helper()
 	var placed []any
 	for _, c := range clusters {
@@ -191,7 +217,7 @@ func dependentDeployment(t *testing.T, ns, name, sa, secret string, clusters ...
 	}
 	pod := map[string]any{
 		"containers": []any{container},
-		"volumes":    []any{map[string]any{"name": "config", "configMap": map[string]any{"name": "web-config"}}},
+		"volumes":    []any{map[string]any{"name": "config", "configMap": map[string]any{"name": config}}},
 	}
 	if sa != "" {
 		pod["serviceAccountName"] = sa

@@ -1,0 +1,49 @@
+package propagation
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+)
+
+func TestDependencyStatus(t *testing.T) {
+	now := metav1.Now()
+	propagated := typesv1beta1.DependencyStatus{Kind: "ConfigMap", Name: "c", State: typesv1beta1.DependencyPropagated}
+	optional := typesv1beta1.DependencyStatus{Kind: "Secret", Name: "maybe", State: typesv1beta1.DependencyMissing, Optional: true, Message: "Secret maybe is missing"}
+	missing := typesv1beta1.DependencyStatus{Kind: "ServiceAccount", Name: "sa", State: typesv1beta1.DependencyMissing, Message: "ServiceAccount sa is missing"}
+	cases := []struct {
+		name          string
+		on, available bool
+		deps          []typesv1beta1.DependencyStatus
+		want          metav1.ConditionStatus // "" for no condition
+		reason, text  string
+	}{
+		{name: "every dependency goes", on: true, available: true, deps: []typesv1beta1.DependencyStatus{propagated}, want: metav1.ConditionTrue, reason: typesv1beta1.ReasonDependenciesPropagated},
+		{name: "an optional one missing is no failure", on: true, available: true, deps: []typesv1beta1.DependencyStatus{propagated, optional}, want: metav1.ConditionTrue, reason: typesv1beta1.ReasonDependenciesPropagated},
+		{name: "a required one missing", on: true, available: true, deps: []typesv1beta1.DependencyStatus{propagated, optional, missing}, want: metav1.ConditionFalse, reason: typesv1beta1.ReasonDependencyMissing, text: "ServiceAccount sa is missing"},
+		{name: "a controller without the stage says so", on: true, want: metav1.ConditionFalse, reason: typesv1beta1.ReasonDependenciesNotEnabled, text: "--propagate-dependencies"},
+		{name: "off: nothing", available: true, deps: []typesv1beta1.DependencyStatus{propagated}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			st := typesv1beta1.FederatedStatus{}
+			// A condition from an earlier sync, which an off workload drops.
+			setCondition(&st.Conditions, typesv1beta1.FederatedDependencies, true, typesv1beta1.ReasonDependenciesPropagated, "", 1, now)
+			dependencyStatus(&st, tc.on, tc.available, tc.deps, 2, now)
+			c := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedDependencies)
+			switch {
+			case tc.want == "" && (c != nil || st.Dependencies != nil):
+				t.Fatalf("condition %+v, dependencies %v: want neither", c, st.Dependencies)
+			case tc.want == "":
+			case c == nil || c.Status != tc.want || c.Reason != tc.reason || !strings.Contains(c.Message, tc.text):
+				t.Fatalf("condition %+v: want %s, %s, saying %q", c, tc.want, tc.reason, tc.text)
+			case tc.available && len(st.Dependencies) != len(tc.deps):
+				t.Fatalf("dependencies %v: want %v", st.Dependencies, tc.deps)
+			}
+		})
+	}
+}
