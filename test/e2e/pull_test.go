@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,7 +63,7 @@ func startPullBed(t *testing.T) *pullBed {
 		Federation: []localfed.Option{localfed.WithMemberNames("push-1", "pull-1"), localfed.WithControllers(fedtest.JoinControllers...)},
 		Pull:       []string{"pull-1"},
 		AgentArgs:  []string{"--lease-duration", pullLeaseDuration.String(), "--lease-renew-interval", pullRenewInterval.String(), "--resync-period", "5s"},
-	}, steadyProbes, "--resync-period", "5s", "--leader-elect=false")
+	}, steadyProbes, "--resync-period", "5s", "--leader-elect=false", "--propagate-dependencies")
 	b := &pullBed{Federation: fb.Fed, bed: fb, host: fb.Host, push: fb.Fed.Members[0], pull: fb.Fed.Members[1],
 		agentHost: fb.AgentHostKubeconfig("pull-1"), agent: fb.Agents["pull-1"]}
 	enableDeploymentsIn(t, b.host)
@@ -234,6 +235,47 @@ func TestPullMode(t *testing.T) {
 			err := b.host.Get(ctx, client.ObjectKeyFromObject(gone), gone)
 			return apierrors.IsNotFound(err), fmt.Sprint(err)
 		})
+	})
+
+	t.Run("dependencies reach the Pull cluster through its agent", func(t *testing.T) {
+		for _, resource := range []string{"configmaps", "secrets"} {
+			if r := runFedwarden(t, "enable", resource, "--host-kubeconfig", b.Host.Kubeconfig); r.code != 0 {
+				t.Fatalf("fedwarden enable %s:\n%s", resource, r)
+			}
+		}
+		pull, push := newClient(t, b.pull.Config), newClient(t, b.push.Config)
+		value := randomValue(t)
+		createObject(t, b.host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"mode": "blue"}})
+		createObject(t, b.host, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deps-secret"}, StringData: map[string]string{"password": value}})
+		createObject(t, b.host, dependentDeployment(t, ns, "deps", "web-config", "", "deps-secret", b.push.Name, b.pull.Name))
+		for name, c := range map[string]client.Client{b.pull.Name: pull, b.push.Name: push} {
+			waitForMemberConfigMap(t, c, name, ns, "web-config", "blue")
+			waitForMemberObject(t, c, name, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deps-secret"}}, func(o client.Object) bool {
+				return string(o.(*corev1.Secret).Data["password"]) == value
+			})
+			waitForEntry(t, b.host, ns, "configmap-web-config", name, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
+		}
+		// The agent wrote the Pull cluster's entries of the dependencies.
+		if got := entryManagers(t, b.host, ns, "secret-deps-secret")[b.pull.Name]; !slices.Equal(got, []string{registration.AgentFieldManager(b.pull.Name)}) {
+			t.Errorf("the Pull cluster's entry of the Secret is owned by %v, want only its agent", got)
+		}
+		patchHost(t, b.host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"green"}}`)
+		waitForMemberConfigMap(t, pull, b.pull.Name, ns, "web-config", "green")
+		patchHost(t, pull, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"by-hand"}}`)
+		waitForMemberConfigMap(t, pull, b.pull.Name, ns, "web-config", "green")
+
+		// The workload leaves the Pull cluster: so do its dependencies,
+		// which the agent deletes.
+		patchFederated(t, b.host, ns, "deps", func(obj *unstructured.Unstructured) {
+			setNested(t, obj.Object, []any{map[string]any{"name": b.push.Name}}, "spec", "placement", "clusters")
+		})
+		waitForAbsent(t, pull, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, b.pull.Name, settleWithin)
+		waitForAbsent(t, pull, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deps-secret"}}, b.pull.Name, settleWithin)
+		waitForMemberConfigMap(t, push, b.push.Name, ns, "web-config", "green")
+		if err := b.host.Delete(t.Context(), dependentDeployment(t, ns, "deps", "", "", "")); err != nil {
+			t.Fatal(err)
+		}
+		waitForAbsent(t, push, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, b.push.Name, settleWithin)
 	})
 
 	t.Run("drift in the Pull cluster is healed by its agent", func(t *testing.T) {
