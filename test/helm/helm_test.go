@@ -520,6 +520,43 @@ func TestRBAC(t *testing.T) {
 	}
 }
 
+// TestDependenciesRBAC: dependencies.enabled passes
+// --propagate-dependencies and grants what its stage needs, and no more:
+// reading the four kinds a pod template names, and writing and deleting
+// their federated kinds. Off (TestRBAC), neither is granted.
+func TestDependenciesRBAC(t *testing.T) {
+	needHelm(t)
+	t.Parallel()
+	objs := mustRender(t, "--set", "dependencies.enabled=true")
+	var cr rbacv1.ClusterRole
+	findNamed(t, objs, "ClusterRole", "fedwarden-controller-manager", &cr)
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "serviceaccounts", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{"types.kubefed.io"}, Resources: []string{"federatedconfigmaps", "federatedsecrets", "federatedserviceaccounts", "federatedpersistentvolumeclaims"},
+			Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool { return equality.Semantic.DeepEqual(r, w) }) {
+			t.Errorf("the ClusterRole lacks %+v", w)
+		}
+	}
+	for _, r := range cr.Rules {
+		if slices.Contains(r.Verbs, "delete") && !equality.Semantic.DeepEqual(r, want[1]) && !slices.Equal(r.Resources, []string{"controllerrevisions"}) {
+			t.Errorf("rule %+v grants delete", r)
+		}
+	}
+	var d appsv1.Deployment
+	find(t, objs, "Deployment", &d)
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--propagate-dependencies") {
+		t.Errorf("args %q lack --propagate-dependencies", args)
+	}
+	var off appsv1.Deployment
+	find(t, mustRender(t), "Deployment", &off)
+	if args := off.Spec.Template.Spec.Containers[0].Args; slices.Contains(args, "--propagate-dependencies") {
+		t.Errorf("by default, args %q have --propagate-dependencies", args)
+	}
+}
+
 // TestValues checks that settings reach the controller-manager, and that
 // wrong ones fail at `helm template` rather than in a crash-looping pod.
 func TestValues(t *testing.T) {

@@ -92,8 +92,10 @@ func (b *bringer) startClusters(ctx context.Context) error {
 // startControllerManager runs `fedwarden controller-manager` against the
 // host, logging to a file, and waits until it is ready.
 func (b *bringer) startControllerManager(ctx context.Context) error {
-	// The members are on this machine: the controller-manager contacts no other.
-	c, err := b.startReady(ctx, "controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig, "--member-networks", egress.Loopback.String())
+	// The members are on this machine: the controller-manager contacts no
+	// other. A local federation has every feature on, dependencies too.
+	c, err := b.startReady(ctx, "controller-manager", "controller-manager", "--kubeconfig", b.fed.Host.Kubeconfig, "--member-networks", egress.Loopback.String(),
+		"--propagate-dependencies")
 	if err != nil {
 		return err
 	}
