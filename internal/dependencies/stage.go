@@ -103,11 +103,7 @@ func (w Workload) owner() Owner {
 // conditional on the resourceVersion read, so that two workloads sharing a
 // dependency never undo each other's entry.
 func (s *Stage) Sync(ctx context.Context, w Workload) ([]typesv1beta1.DependencyStatus, error) {
-	template, _, err := unstructured.NestedMap(w.Object.Object, "spec", "template")
-	if err != nil {
-		return nil, fmt.Errorf("reading spec.template: %w", err)
-	}
-	refs, err := Find(w.Target, template)
+	refs, err := w.refs()
 	if err != nil {
 		return nil, err
 	}

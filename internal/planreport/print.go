@@ -52,7 +52,41 @@ func printHeader(b *strings.Builder, r *Report) {
 	fmt.Fprintf(b, "Versions: template %s, override %s\n", r.Versions.Template, r.Versions.Override)
 	fmt.Fprintf(b, "Placement: %s\n", r.Placement.Message)
 	b.WriteString("  Member capacity was not considered: plan has no capacity source, so the Capacity plugin passed every cluster.\n")
+	printDependencies(b, r.Dependencies)
 	printRollout(b, r.Rollout)
+}
+
+// printDependencies says, per dependency, where the change adds or removes
+// its copies, or why it does not go with the workload.
+func printDependencies(b *strings.Builder, deps []Dependency) {
+	if len(deps) == 0 {
+		return
+	}
+	b.WriteString("Dependencies (spec.propagateDependencies):\n")
+	for _, d := range deps {
+		var parts []string
+		switch d.State {
+		case "Explicit":
+			parts = append(parts, "sent by the user's own Federated"+d.Kind+", whose placement wins")
+		case "Missing":
+			parts = append(parts, "missing on the host: the workload goes without it, and its Pods wait for it")
+			if d.Optional {
+				parts[0] += " (optional)"
+			}
+		case "KindNotEnabled":
+			parts = append(parts, "not sent: its kind is not federated (fedwarden enable)")
+		}
+		if len(d.Adds) > 0 {
+			parts = append(parts, "a copy added in "+strings.Join(d.Adds, ", "))
+		}
+		if len(d.Removes) > 0 {
+			parts = append(parts, "its copy removed from "+strings.Join(d.Removes, ", "))
+		}
+		if len(parts) == 0 {
+			parts = append(parts, "unchanged")
+		}
+		fmt.Fprintf(b, "  %s %s: %s\n", d.Kind, d.Name, strings.Join(parts, "; "))
+	}
 }
 
 // printRollout says in which waves the change goes and, under Waves, where

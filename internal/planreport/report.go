@@ -29,6 +29,10 @@ type Report struct {
 	Versions  Versions  `json:"versions"`
 	Placement Placement `json:"placement"`
 	Rollout   Rollout   `json:"rollout"`
+	// Dependencies are, under spec.propagateDependencies (before or
+	// after the change), the objects the pod template names, and where
+	// the change adds or removes their copies.
+	Dependencies []Dependency `json:"dependencies"`
 	// Clusters are every joined cluster and every cluster the resource is
 	// or was placed on, sorted by name.
 	Clusters []Cluster `json:"clusters"`
@@ -102,6 +106,21 @@ func (r Rollout) WaveOf(cluster string) (string, int) {
 		}
 	}
 	return "", 0
+}
+
+// Dependency is one object a workload's pod template names, and what the
+// change does to its copies.
+type Dependency struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// State: Propagated (a derived resource sends it), Explicit (the
+	// user's own Federated<Kind> does), Missing (not on the host) or
+	// KindNotEnabled.
+	State    string `json:"state"`
+	Optional bool   `json:"optional"`
+	// Adds and Removes are the clusters that gain or lose its copy.
+	Adds    []string `json:"adds"`
+	Removes []string `json:"removes"`
 }
 
 // Halt is why a rollout stopped: condition RolloutHalted's reason and

@@ -171,6 +171,21 @@ func dependencyStatus(next *typesv1beta1.FederatedStatus, on, available bool, de
 	setCondition(&next.Conditions, typesv1beta1.FederatedDependencies, len(wrong) == 0, reason, bounded(msg, 4096), generation, now)
 }
 
+// recordDependencies emits a Warning Event on fed when its dependencies'
+// condition turns False, or says something else while False: a
+// dependency missing on the host, of a kind not federated, or whose
+// derived resource could not be written.
+func (rep *reporter) recordDependencies(fed *unstructured.Unstructured, old, next typesv1beta1.FederatedStatus) {
+	c := meta.FindStatusCondition(next.Conditions, typesv1beta1.FederatedDependencies)
+	if rep.recorder == nil || c == nil || c.Status != metav1.ConditionFalse {
+		return
+	}
+	if o := meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedDependencies); o != nil && o.Status == c.Status && o.Reason == c.Reason && o.Message == c.Message {
+		return
+	}
+	rep.recorder.Eventf(fed, nil, "Warning", c.Reason, "PropagateDependencies", "%s", c.Message)
+}
+
 // dependencySources sync a workload when a host object it needs changes:
 // the owners of the object's derived resource, of this type.
 func (c *Controller) dependencySources() []source.TypedSource[reconcile.Request] {

@@ -49,6 +49,7 @@ func (rep *reporter) writeFederatedStatus(ctx context.Context, s *syncState) err
 	rolloutStatus(&next, s.rollout, fed.GetGeneration(), now)
 	on := s.spec.PropagateDependencies && dependencies.HasPodTemplate(rep.typ.Target.GroupKind())
 	dependencyStatus(&next, on, rep.dependencies, s.deps, fed.GetGeneration(), now)
+	rep.recordDependencies(fed, old, next)
 	return rep.patchFederatedStatus(ctx, fed, old, next)
 }
 

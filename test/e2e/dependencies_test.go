@@ -2,7 +2,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,9 +24,11 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
@@ -122,6 +127,10 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	t.Run("a second workload keeps the ConfigMap where the first leaves", func(t *testing.T) {
 		createObject(t, host, dependentDeployment(t, ns, "worker", "web-config", "", "", b))
 		waitForDerivedOwners(t, host, ns, "web-config", "FederatedDeployment.types.kubefed.io/web", "FederatedDeployment.types.kubefed.io/worker")
+		// plan says what moving web to a alone does to its dependencies.
+		checkPlannedDependencies(t, dependentDeployment(t, ns, "web", "web-config", "web-sa", "web-secret", a), map[string]string{
+			"ConfigMap/web-config": "Propagated +[] -[]", "Secret/web-secret": "Propagated +[] -[" + b + "]", "ServiceAccount/web-sa": "Propagated +[] -[" + b + "]",
+		})
 		patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
 			_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": a}}, "spec", "placement", "clusters")
 		})
@@ -153,6 +162,18 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 		waitForDependencies(t, host, ns, "web", metav1.ConditionFalse, map[string]typesv1beta1.DependencyState{
 			"ConfigMap/web-config": typesv1beta1.DependencyPropagated, "ConfigMap/not-there": typesv1beta1.DependencyMissing,
 			"Secret/web-secret": typesv1beta1.DependencyPropagated, "ServiceAccount/web-sa": typesv1beta1.DependencyPropagated,
+		})
+		waitForEvent(t, host, ns, "web", typesv1beta1.ReasonDependencyMissing+": ", `ConfigMap "not-there"`, "does not exist")
+		current := &unstructured.Unstructured{}
+		current.SetGroupVersionKind(dependentDeployment(t, ns, "web", "", "", "").GroupVersionKind())
+		if err := host.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, current); err != nil {
+			t.Fatal(err)
+		}
+		unstructured.RemoveNestedField(current.Object, "status")
+		unstructured.RemoveNestedField(current.Object, "metadata", "managedFields")
+		checkPlannedDependencies(t, current, map[string]string{
+			"ConfigMap/web-config": "Propagated +[] -[]", "ConfigMap/not-there": "Missing +[] -[]",
+			"Secret/web-secret": "Propagated +[] -[]", "ServiceAccount/web-sa": "Propagated +[] -[]",
 		})
 		poll.Eventually(t, settleWithin, "the Deployment with the new volume in "+a, func(ctx context.Context) (bool, string) {
 			d, err := memberDeploymentOf(ctx, members[a], ns, "web")
@@ -413,5 +434,35 @@ func (fw *firstWrites) checkBefore(t *testing.T, first string, before ...string)
 		if rv, ok := fw.created[b]; !ok || rv >= fw.created[first] {
 			t.Errorf("%s was created at revision %d, %s at %d (seen: %t): want every dependency written before the workload", first, fw.created[first], b, rv, ok)
 		}
+	}
+}
+
+// checkPlannedDependencies runs fedwarden plan -f on obj and checks what
+// it says of its dependencies: state +adds -removes, by kind/name.
+func checkPlannedDependencies(t *testing.T, obj *unstructured.Unstructured, want map[string]string) {
+	t.Helper()
+	raw, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "web.yaml")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runFedwarden(t, "plan", "-f", file, "-o", "json", "--host-kubeconfig", fed.Host.Kubeconfig)
+	var report planreport.Report
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatalf("plan -o json: %v\n%s", err, r)
+	}
+	got := map[string]string{}
+	for _, d := range report.Dependencies {
+		got[d.Kind+"/"+d.Name] = fmt.Sprintf("%s +%v -%v", d.State, d.Adds, d.Removes)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("plan's dependencies: %v; want %v", got, want)
+	}
+	text := runFedwarden(t, "plan", "-f", file, "--host-kubeconfig", fed.Host.Kubeconfig)
+	if !strings.Contains(text.stdout, "Dependencies (spec.propagateDependencies):") {
+		t.Errorf("plan's text does not list the dependencies:\n%s", text.stdout)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
 	"github.com/fedwarden/fedwarden/internal/memberdiff"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
@@ -37,6 +38,9 @@ type planner struct {
 	// scheme types them.
 	planned []*unstructured.Unstructured
 	scheme  *runtime.Scheme
+	// dependencies is the controller's dependencies stage, which plan
+	// only asks (Plan).
+	dependencies *dependencies.Stage
 }
 
 func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
@@ -53,5 +57,6 @@ func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
 	return &planner{
 		host: c, disco: disco, scheme: c.Scheme(), members: memberdiff.NewMembers(o.controlPlane, o.networks, userAgent), scheduler: sched,
 		controlPlane: o.controlPlane, timeout: o.timeout, remediation: typesv1beta1.Remediation(o.remediation),
+		dependencies: dependencies.NewStage(c, c, nil),
 	}, nil
 }

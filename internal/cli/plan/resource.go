@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 	"github.com/fedwarden/fedwarden/internal/planreport"
 	"github.com/fedwarden/fedwarden/internal/propagation"
+	"github.com/fedwarden/fedwarden/internal/render"
 )
 
 // planInput is what the plans of every cluster of one resource share.
@@ -64,6 +68,9 @@ func (p *planner) plan(ctx context.Context, s *subject) (*planreport.Report, err
 		in.engine.summarize(&in.rollout)
 	}
 	r := newReport(s, in)
+	if r.Dependencies, err = p.planDependencies(ctx, s, pl); err != nil {
+		return nil, fmt.Errorf("%s: planning its dependencies: %w", s.describe(), err)
+	}
 	for _, name := range slices.Compact(names) {
 		r.Clusters = append(r.Clusters, p.planCluster(ctx, in, name))
 	}
@@ -99,4 +106,52 @@ func (in *planInput) labelsOf(name string) map[string]string {
 		return fc.Labels
 	}
 	return nil
+}
+
+// planDependencies is what the change of s does to the dependencies its
+// pod template names, as the controller's dependencies stage decides:
+// before is the host's resource, after the planned one placed on pl, each
+// only when it propagates its dependencies.
+func (p *planner) planDependencies(ctx context.Context, s *subject, pl placement) ([]planreport.Dependency, error) {
+	typ := s.kind.Type
+	none := []planreport.Dependency{}
+	if !dependencies.HasPodTemplate(typ.Target.GroupKind()) {
+		return none, nil
+	}
+	workload := func(obj *unstructured.Unstructured, clusters []string) (*dependencies.Workload, error) {
+		spec, err := render.ParseSpec(obj)
+		if err != nil || !spec.PropagateDependencies {
+			return nil, err
+		}
+		w := &dependencies.Workload{Federated: typ.Federated, Target: typ.Target.GroupKind(), Object: obj, Clusters: clusters}
+		if spec.DriftPolicy != nil {
+			w.Remediation = spec.DriftPolicy.Remediation
+		}
+		return w, nil
+	}
+	var before, after *dependencies.Workload
+	var err error
+	if s.current != nil {
+		if before, err = workload(s.current, nil); err != nil {
+			return nil, err
+		}
+	}
+	if !pl.deleting {
+		if after, err = workload(s.fed, pl.Names()); err != nil {
+			return nil, err
+		}
+	}
+	if before == nil && after == nil {
+		return none, nil
+	}
+	changes, err := p.dependencies.Plan(ctx, before, after)
+	if err != nil {
+		return nil, err
+	}
+	out := none
+	for _, c := range changes {
+		out = append(out, planreport.Dependency{Kind: c.Kind, Name: c.Name, State: string(c.State), Optional: c.Optional,
+			Adds: nonNil(c.Adds), Removes: nonNil(c.Removes)})
+	}
+	return out, nil
 }
