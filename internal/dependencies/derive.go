@@ -34,6 +34,19 @@ func OwnerKey(federated schema.GroupVersionKind, name string) string {
 	return federated.Kind + "." + federated.Group + "/" + name
 }
 
+// Names are the owners as Kind/name, sorted, each once: how a CPV lists
+// them (spec.dependencyOf).
+func (o Owners) Names() []string {
+	var names []string
+	for key := range o {
+		kindGroup, name, _ := strings.Cut(key, "/")
+		kind, _, _ := strings.Cut(kindGroup, ".")
+		names = append(names, kind+"/"+name)
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // OwnersOf reads the owners of a derived resource; none when it has none.
 func OwnersOf(obj *unstructured.Unstructured) (Owners, error) {
 	raw := obj.GetAnnotations()[typesv1beta1.AnnotationDependencyOf]

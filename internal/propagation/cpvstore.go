@@ -128,6 +128,7 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 		Clusters:           normalized(t.placedClusters()),
 		Removals:           removals,
 		Spread:             t.spread,
+		DependencyOf:       dependencyOf(fed),
 	}
 	if pull != nil {
 		want.Rollout = pull.rollout

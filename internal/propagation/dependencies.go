@@ -186,6 +186,20 @@ func (rep *reporter) recordDependencies(fed *unstructured.Unstructured, old, nex
 	rep.recorder.Eventf(fed, nil, "Warning", c.Reason, "PropagateDependencies", "%s", c.Message)
 }
 
+// dependencyOf names the workloads that own fed, a derived resource, as
+// Kind/name; nil for any other resource (or owners that cannot be read,
+// which the dependencies stage reports).
+func dependencyOf(fed *unstructured.Unstructured) []string {
+	if !dependencies.IsDerived(fed) {
+		return nil
+	}
+	owners, err := dependencies.OwnersOf(fed)
+	if err != nil {
+		return nil
+	}
+	return owners.Names()
+}
+
 // dependencySources sync a workload when a host object it needs changes:
 // the owners of the object's derived resource, of this type.
 func (c *Controller) dependencySources() []source.TypedSource[reconcile.Request] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,6 +128,17 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	t.Run("a second workload keeps the ConfigMap where the first leaves", func(t *testing.T) {
 		createObject(t, host, dependentDeployment(t, ns, "worker", "web-config", "", "", b))
 		waitForDerivedOwners(t, host, ns, "web-config", "FederatedDeployment.types.kubefed.io/web", "FederatedDeployment.types.kubefed.io/worker")
+		// kubectl get cpv names the workloads a dependency goes with.
+		poll.Eventually(t, settleWithin, "the ConfigMap's CPV to name both workloads", func(ctx context.Context) (bool, string) {
+			cpv, err := cpvOf(ctx, host, ns, "configmap-web-config")
+			if err != nil {
+				return false, err.Error()
+			}
+			return slices.Equal(cpv.Spec.DependencyOf, []string{"FederatedDeployment/web", "FederatedDeployment/worker"}), fmt.Sprint(cpv.Spec.DependencyOf)
+		})
+		if out := kubectl(t, fed.Host.Kubeconfig, "get", "cpv", "configmap-web-config", "-n", ns); !strings.Contains(out, "DEPENDENCY-OF") || !strings.Contains(out, "FederatedDeployment/worker") {
+			t.Errorf("kubectl get cpv does not show the owners:\n%s", out)
+		}
 		// plan says what moving web to a alone does to its dependencies.
 		checkPlannedDependencies(t, dependentDeployment(t, ns, "web", "web-config", "web-sa", "web-secret", a), map[string]string{
 			"ConfigMap/web-config": "Propagated +[] -[]", "Secret/web-secret": "Propagated +[] -[" + b + "]", "ServiceAccount/web-sa": "Propagated +[] -[" + b + "]",

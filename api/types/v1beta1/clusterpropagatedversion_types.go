@@ -106,6 +106,15 @@ type ClusterPropagatedVersionSpec struct {
 	// +optional
 	Spread *RecordedSpread `json:"spread,omitempty"`
 
+	// DependencyOf names, for the CPV of a dependency that goes with its
+	// workloads (spec.propagateDependencies), the workloads that need it,
+	// as Kind/name in its namespace.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:MaxLength=320
+	// +listType=set
+	// +optional
+	DependencyOf []string `json:"dependencyOf,omitempty"`
+
 	// Rollout is, for a resource rolled out in waves that is placed on
 	// Pull clusters, what their agents apply: the latest revision's key,
 	// and the content of each earlier revision a Pull cluster is held at.
@@ -547,6 +556,7 @@ const (
 // +kubebuilder:printcolumn:name="Clusters",type=integer,JSONPath=`.status.clusterCount`
 // +kubebuilder:printcolumn:name="Drifted",type=integer,JSONPath=`.status.driftedClusters`
 // +kubebuilder:printcolumn:name="Healthy",type=integer,JSONPath=`.status.healthyClusters`
+// +kubebuilder:printcolumn:name="Dependency-Of",type=string,JSONPath=`.spec.dependencyOf`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterPropagatedVersion struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -152,6 +152,11 @@ func (in *ClusterPropagatedVersionSpec) DeepCopyInto(out *ClusterPropagatedVersi
 		*out = new(RecordedSpread)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.DependencyOf != nil {
+		in, out := &in.DependencyOf, &out.DependencyOf
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Rollout != nil {
 		in, out := &in.Rollout, &out.Rollout
 		*out = new(PullRollout)
