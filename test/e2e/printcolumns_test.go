@@ -76,7 +76,7 @@ spec:
 		{
 			gv: schema.GroupVersion{Group: "types.kubefed.io", Version: "v1beta1"}, resource: "clusterpropagatedversions", namespace: ns,
 			name:    "deployment-web",
-			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Healthy", "Age"},
+			columns: []string{"Name", "Template", "Override", "Clusters", "Drifted", "Healthy", "Dependency-Of", "Age"},
 			// The members have no node: their Deployments' Pods never
 			// run, so no copy is Healthy.
 			cells: []string{"deployment-web", "1", "1", "2", "0", "0"},
