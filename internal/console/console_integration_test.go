@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -335,6 +336,21 @@ func TestResource(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A ConfigMap that goes with web (spec.propagateDependencies).
+	dep := &typesv1beta1.ClusterPropagatedVersion{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmap-web-config"},
+		Spec: typesv1beta1.ClusterPropagatedVersionSpec{Template: "web-config", TemplateKind: "FederatedConfigMap", TemplateAPIVersion: "types.kubefed.io/v1beta1",
+			TemplateResource: "federatedconfigmaps", Clusters: []typesv1beta1.PlacedCluster{{Name: "member-1"}}, DependencyOf: []string{"FederatedDeployment/web"}},
+	}
+	if err := host.Create(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Status = typesv1beta1.ClusterPropagatedVersionStatus{TemplateVersion: "1", OverrideVersion: "1",
+		ClusterVersions: []typesv1beta1.ClusterVersion{{ClusterName: "member-1", State: typesv1beta1.InSync, TemplateVersion: "1", OverrideVersion: "1"}}}
+	if err := host.Status().Update(ctx, dep); err != nil {
+		t.Fatal(err)
+	}
+
 	base := startConsole(t, console.Options{Host: fed.Host.Config})
 	id := url.Values{"kind": {"FederatedDeployment.types.kubefed.io"}, "namespace": {ns}, "name": {"web"}}
 	var page console.Resource
@@ -347,6 +363,15 @@ func TestResource(t *testing.T) {
 	}
 	if !page.ResyncAllowed || len(page.Ledger) != 2 || !page.Ledger[0].Open || page.Ledger[1].ResolvedBy != typesv1beta1.ResolvedByResync {
 		t.Errorf("resync allowed %v (%s), ledger %+v", page.ResyncAllowed, page.ResyncDenied, page.Ledger)
+	}
+	if len(page.Dependencies) != 1 || page.Dependencies[0].Kind != "FederatedConfigMap" || page.Dependencies[0].Name != "web-config" ||
+		len(page.Dependencies[0].Clusters) != 1 || page.Dependencies[0].Clusters[0].State != "InSync" {
+		t.Errorf("dependencies %+v: want the ConfigMap web-config, InSync in member-1", page.Dependencies)
+	}
+	var depPage console.Resource
+	call(t, http.MethodGet, base+"api/resource?"+url.Values{"kind": {"FederatedConfigMap"}, "namespace": {ns}, "name": {"web-config"}}.Encode(), nil, &depPage)
+	if !slices.Equal(depPage.DependencyOf, []string{"FederatedDeployment/web"}) || len(depPage.Dependencies) != 0 {
+		t.Errorf("the dependency's page: dependency of %v, dependencies %+v; want web's, and none", depPage.DependencyOf, depPage.Dependencies)
 	}
 
 	var diff console.Diff

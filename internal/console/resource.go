@@ -44,8 +44,22 @@ type Resource struct {
 	// federated resource (patch), and ResyncDenied why not.
 	ResyncAllowed bool   `json:"resyncAllowed"`
 	ResyncDenied  string `json:"resyncDenied,omitempty"`
+	// Dependencies are the resources that go with this one as its
+	// dependencies (spec.propagateDependencies): each with its copies.
+	Dependencies []Dependency `json:"dependencies"`
+	// DependencyOf names, for a dependency, the workloads it goes with,
+	// as Kind/name.
+	DependencyOf []string `json:"dependencyOf,omitempty"`
 	// Problems say what could not be read.
 	Problems []string `json:"problems,omitempty"`
+}
+
+// Dependency is one dependency of a workload, with its own copies.
+type Dependency struct {
+	ID       string `json:"id"`
+	Kind     string `json:"kind"`
+	Name     string `json:"name"`
+	Clusters []Copy `json:"clusters"`
 }
 
 // Copy is one cluster's copy, as its CPV entry records it.
@@ -155,10 +169,33 @@ func (s *Server) resourcePage(v *view, r *row) Resource {
 	out := Resource{
 		ID: r.id, Kind: r.kind, Group: r.group, Namespace: r.namespace, Name: r.name, CPV: cpv.Name,
 		TemplateVersion: string(cpv.Status.TemplateVersion), OverrideVersion: string(cpv.Status.OverrideVersion), Resync: cpv.Status.Resync,
-		Ledger: ledger(r), Clusters: []Copy{},
+		Ledger: ledger(r), DependencyOf: cpv.Spec.DependencyOf,
 	}
 	v.ix.mu.RLock()
 	defer v.ix.mu.RUnlock()
+	out.Clusters = copiesOf(v, r)
+	out.Dependencies = dependenciesOf(v, r)
+	return out
+}
+
+// dependenciesOf are the rows whose CPV names r's resource among the
+// workloads it goes with, sorted; v.ix.mu is held.
+func dependenciesOf(v *view, r *row) []Dependency {
+	me := r.kind + "/" + r.name
+	out := []Dependency{}
+	for _, d := range v.ix.rows {
+		if d.namespace == r.namespace && slices.Contains(d.cpv.Spec.DependencyOf, me) {
+			out = append(out, Dependency{ID: d.id, Kind: d.kind, Name: d.name, Clusters: copiesOf(v, d)})
+		}
+	}
+	slices.SortFunc(out, func(a, b Dependency) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// copiesOf are r's copies, by cluster; v.ix.mu is held.
+func copiesOf(v *view, r *row) []Copy {
+	cpv := r.cpv
+	out := []Copy{}
 	for _, c := range r.cells {
 		cp := Copy{Cluster: c.cluster, State: v.ix.state(c), Placed: slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool {
 			return string(pc.Name) == c.cluster
@@ -170,7 +207,7 @@ func (s *Server) resourcePage(v *view, r *row) Resource {
 			cp.TemplateVersion, cp.OverrideVersion, cp.Version, cp.ObservedGeneration = string(e.TemplateVersion), string(e.OverrideVersion), e.Version, e.ObservedGeneration
 			cp.ChangedPaths, cp.ChangedBy, cp.DriftedSince, cp.Remediation, cp.Message, cp.Resync = e.ChangedPaths, e.ChangedBy, e.DriftedSince, e.Remediation, e.Message, e.Resync
 		}
-		out.Clusters = append(out.Clusters, cp)
+		out = append(out, cp)
 	}
 	return out
 }

@@ -236,9 +236,12 @@
     const judge = el("div", {class: "actions", "data-testid": "judge", hidden: true});
     const diffBox = el("div", {});
     const ledger = el("table", {"data-testid": "history"});
-    main.replaceChildren(title, summary, probs,
+    const depsHead = el("h2", {hidden: true}, "Dependencies");
+    const deps = el("table", {"data-testid": "dependencies", hidden: true});
+    const depOf = el("p", {class: "note", "data-testid": "dependency-of", hidden: true});
+    main.replaceChildren(title, summary, depOf, probs,
       el("div", {class: "actions"}, button, denied, result),
-      el("h2", {}, "Copies"), copies,
+      el("h2", {}, "Copies"), copies, depsHead, deps,
       el("h2", {}, "Diff: desired against live"), judge, diffBox,
       el("h2", {}, "Drift ledger"), ledger);
 
@@ -288,9 +291,28 @@
           el("td", {"data-testid": "changed-by"}, (c.changedBy || []).join(", ")),
           el("td", {"data-testid": "drifted-since"}, time(c.driftedSince)),
           el("td", {}, c.remediation || ""), el("td", {}, c.message || "")))));
+      renderDependencies(data);
       renderLedger(ledger, data.ledger, false);
       renderDiffHead();
       renderJudge(data);
+    }
+
+    // The dependencies that go with a workload, each copy's state by
+    // cluster; and, on a dependency's page, the workloads it goes with.
+    function renderDependencies(data) {
+      const list = data.dependencies || [];
+      depsHead.hidden = deps.hidden = !list.length;
+      const clusters = [...new Set(list.flatMap((d) => d.clusters.map((c) => c.cluster)))].sort();
+      deps.replaceChildren(
+        el("thead", {}, el("tr", {}, el("th", {}, "dependency"), clusters.map((c) => el("th", {}, c)))),
+        el("tbody", {}, list.map((d) => el("tr", {"data-testid": "dependency-" + d.id},
+          el("th", {scope: "row"}, el("a", {href: "?" + new URLSearchParams({kind: d.kind, namespace: data.namespace, name: d.name}).toString()}, d.id)),
+          clusters.map((c) => {
+            const copy = d.clusters.find((x) => x.cluster === c);
+            return el("td", {"data-cluster": c, class: copy ? "s-" + copy.state : ""}, copy ? copy.state : "");
+          })))));
+      depOf.hidden = !(data.dependencyOf || []).length;
+      depOf.textContent = "Dependency of " + (data.dependencyOf || []).join(", ") + " (spec.propagateDependencies)";
     }
 
     // Codify and Waive, for the selected cluster's drifted copy: what
