@@ -16,7 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // Temporary diagnosis (not kept): (c) the same 9N copies from explicit
@@ -101,4 +106,37 @@ func (bd *bed) measureExplicit(b *testing.B, n int) {
 		n, n, n, want*3, time.Since(start).Seconds(), w.lastOf(deployments).Sub(start).Seconds())
 	bd.checkCopies(b, ns, gvrs, n)
 	_ = fmt.Sprint()
+}
+
+// BenchmarkDependenciesBin is BenchmarkDependencies with the fedwarden
+// binary DEPDIAG_BIN.
+func BenchmarkDependenciesBin(b *testing.B) {
+	n := fedtest.BenchN(b, 1000, 20)
+	ctrllog.SetLogger(logr.Discard())
+	s := fedtest.SteadySettings
+	s.Args = []string{"--propagate-dependencies"}
+	fb := fedtest.StartBed(b, fedtest.Options{Bin: os.Getenv("DEPDIAG_BIN"),
+		ControllerManager: &s, Join: true, Unthrottled: true,
+		Enable:     []string{"deployments.apps", "configmaps", "secrets"},
+		Federation: []localfed.Option{localfed.WithMembers(3), localfed.WithControllers(memberControllers()...)},
+	})
+	bd := &bed{fb: fb}
+	kubes := []kubernetes.Interface{fedtest.MustKube(b, fb.Fed.Host.Config)}
+	for _, m := range fb.Fed.Members {
+		kubes = append(kubes, fedtest.MustKube(b, m.Config))
+		mc, _ := metadata.NewForConfig(fedtest.Unthrottled(m.Config))
+		bd.members = append(bd.members, mc)
+		bd.clusters = append(bd.clusters, m.Name)
+	}
+	for _, c := range kubes {
+		for _, ns := range []string{plainNamespace, depsNamespace, warmNamespace} {
+			if _, err := c.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	bd.warmUp(b)
+	plain := bd.measure(b, plainNamespace, n, false)
+	deps := bd.measure(b, depsNamespace, n, true)
+	logf("RESULT bin=%s plain %.1f s deps %.1f s ratio %.2f", os.Getenv("DEPDIAG_BIN"), plain.converge.Seconds(), deps.converge.Seconds(), deps.converge.Seconds()/plain.converge.Seconds())
 }

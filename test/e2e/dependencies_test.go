@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -115,6 +116,22 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 	checkNoTokenIn(t, "the FederatedDeployment's status", statusText(t, host, "FederatedDeployment", ns, "web"), secretValue)
 	waitForMemberObject(t, members[a], a, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}, nil)
 	firstWrites.checkBefore(t, "Deployment/web", "ConfigMap/web-config", "Secret/web-secret", "ServiceAccount/web-sa")
+
+	t.Run("the console shows the dependencies' copies under the workload", func(t *testing.T) {
+		console := startConsole(t, "--host-kubeconfig", fed.Host.Kubeconfig)
+		page := fedtest.StartBrowser(t).NewPage(t)
+		q := url.Values{"kind": {"FederatedDeployment.types.kubefed.io"}, "namespace": {ns}, "name": {"web"}}
+		openPage(t, page, console.URL+"/resource?"+q.Encode(), true)
+		for _, dep := range []string{"FederatedConfigMap/" + ns + "/web-config", "FederatedSecret/" + ns + "/web-secret", "FederatedServiceAccount/" + ns + "/web-sa"} {
+			for _, cluster := range []string{a, b} {
+				cell := fmt.Sprintf(`document.querySelector('[data-testid="dependencies"] tr[data-testid=%s] td[data-cluster=%s]')`, jsString("dependency-"+dep), jsString(cluster))
+				if _, err := page.WaitFor(liveTimeout, `(`+cell+` || {}).textContent === "InSync"`); err != nil {
+					t.Errorf("the page shows %s in %s as %q, want InSync: %v", dep, cluster, pageText(t, page, `[data-testid="dependencies"]`), err)
+				}
+			}
+		}
+		noConsoleErrors(t, page, "the resource page")
+	})
 
 	t.Run("a change of the host ConfigMap reaches both members, and a hand edit is healed", func(t *testing.T) {
 		patchHost(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}}, `{"data":{"mode":"green"}}`)
