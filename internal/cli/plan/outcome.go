@@ -43,6 +43,11 @@ func outcomeOf(r *planreport.Report) (errs, changes string) {
 	if len(s.Conflicts) > 0 {
 		parts = append(parts, fmt.Sprintf("conflicts with an object Fedwarden does not manage in %s: %s", clusters(len(s.Conflicts)), join(s.Conflicts)))
 	}
+	for _, d := range r.Dependencies {
+		if len(d.Adds) > 0 || len(d.Removes) > 0 {
+			parts = append(parts, fmt.Sprintf("would move the copies of its dependency %s %s", d.Kind, d.Name))
+		}
+	}
 	if len(parts) > 0 {
 		changes = r.Describe() + " " + strings.Join(parts, "; ")
 	}
