@@ -193,10 +193,29 @@ func (s *Stage) carry(ctx context.Context, w Workload, ref Ref, kinds map[string
 		return failed(st, err)
 	}
 	if err := s.write(ctx, existing, desired); err != nil {
-		return failed(st, err)
+		return failed(st, withoutValues(ref, err))
 	}
 	st.State = typesv1beta1.DependencyPropagated
 	return st, nil
+}
+
+// withoutValues is err, the API server's answer to a write of ref's
+// derived resource, without its message when ref is a Secret: a refusal
+// may quote the values it refused, and the message goes to the status,
+// an Event and the log. Its reason and code stay, and so does what kind
+// of error it is (a conflict is still a conflict).
+func withoutValues(ref Ref, err error) error {
+	if err == nil || ref.Kind != Secret {
+		return err
+	}
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return fmt.Errorf("writing the FederatedSecret %q failed; the error is not shown, as it may quote the Secret", ref.Name)
+	}
+	st := status.Status()
+	st.Message = fmt.Sprintf("writing the FederatedSecret %q: the API server refused it (%s, code %d); its message is not shown, as it may quote the Secret", ref.Name, st.Reason, st.Code)
+	st.Details = nil
+	return &apierrors.StatusError{ErrStatus: st}
 }
 
 func failed(st typesv1beta1.DependencyStatus, err error) (typesv1beta1.DependencyStatus, error) {
@@ -294,13 +313,13 @@ func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]sc
 			continue
 		}
 		for i := range list.Items {
-			errs = append(errs, s.releaseOne(ctx, &list.Items[i], federated, key, keep[kind+"/"+list.Items[i].GetName()]))
+			errs = append(errs, s.releaseOne(ctx, &list.Items[i], federated, kind, key, keep[kind+"/"+list.Items[i].GetName()]))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, key string, keep bool) error {
+func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, kind, key string, keep bool) error {
 	owners, err := OwnersOf(obj)
 	if err != nil {
 		return err
@@ -321,7 +340,7 @@ func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, 
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, obj, desired)
+	return withoutValues(Ref{Kind: kind, Name: obj.GetName()}, s.write(ctx, obj, desired))
 }
 
 // OwnersOfHost returns the names of the workloads of kind federated that

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -48,12 +49,33 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 	w := r.dependencyWorkload(s.fed, s.spec, s.t.names)
 	if s.spec.PropagateDependencies {
 		s.deps, s.depsErr = r.opts.Dependencies.Sync(ctx, w)
+		if s.depsErr != nil && !worthReporting(s.depsErr) {
+			// A race with another owner's write, which the retry a second
+			// later settles: the status keeps what the last sync said.
+			s.deps = FederatedStatusOf(s.fed).Dependencies
+		} else if s.depsErr != nil {
+			ctrl.LoggerFrom(ctx).Error(s.depsErr, "Writing the derived resources of the dependencies")
+		}
 		s.depsWaiting = r.waitingForDependencies(ctx, s)
 		return
 	}
 	if len(FederatedStatusOf(s.fed).Dependencies) > 0 {
 		s.depsErr = r.opts.Dependencies.Release(ctx, w)
 	}
+}
+
+// dependenciesAgain is how soon the dependencies stage of s wants another
+// sync, 0 when it does not: a second after a race with another owner or
+// while a first copy waits for them, the retry period after a failed
+// write (which the status and an Event report).
+func (r *Reconciler) dependenciesAgain(s *syncState) time.Duration {
+	switch {
+	case s.depsErr != nil && worthReporting(s.depsErr):
+		return r.opts.RetryPeriod
+	case s.depsErr != nil || len(s.depsWaiting) > 0:
+		return dependencyPoll
+	}
+	return 0
 }
 
 // dependencyPoll is how soon a workload whose first copy in a cluster

@@ -96,7 +96,7 @@ type syncState struct {
 	// rollout is the rollout stage's plan under spec.rollout Waves.
 	rollout *rolloutPlan
 	// deps are the dependencies stage's, and depsErr why a write of it
-	// failed (the sync is retried).
+	// failed: the workload's own sync goes on, and the stage is retried.
 	deps    []typesv1beta1.DependencyStatus
 	depsErr error
 	// depsWaiting are the clusters whose first copy waits for the
@@ -144,13 +144,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if err := r.recordVersions(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	if s.depsErr != nil {
-		// After the workload's own sync, which does not wait for them.
-		return reconcile.Result{}, s.depsErr
-	}
 	res = untilExpiry(r.requeue(s.results), s.spec, time.Now())
-	if len(s.depsWaiting) > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > dependencyPoll) {
-		res.RequeueAfter = dependencyPoll
+	if wait := r.dependenciesAgain(s); wait > 0 && (res.RequeueAfter == 0 || res.RequeueAfter > wait) {
+		res.RequeueAfter = wait
 	}
 	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {
 		res.RequeueAfter = s.rollout.Decision.Requeue
