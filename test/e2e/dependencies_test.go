@@ -239,6 +239,45 @@ spec:
 		}
 	})
 
+	t.Run("turning it on for a running workload overwrites and deletes nothing", func(t *testing.T) {
+		createObject(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy-config"}, Data: map[string]string{"mode": "host"}})
+		// a already has a ConfigMap of the name that Fedwarden does not manage.
+		createObject(t, members[a], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy-config"}, Data: map[string]string{"mode": "mine"}})
+		legacy := dependentDeployment(t, ns, "legacy", "legacy-config", "", "", a, b)
+		_ = unstructured.SetNestedField(legacy.Object, false, "spec", "propagateDependencies")
+		createObject(t, host, legacy)
+		uids := map[string]types.UID{}
+		for _, cluster := range []string{a, b} {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy"}}
+			waitForMemberObject(t, members[cluster], cluster, d, nil)
+			uids[cluster] = d.UID
+		}
+		patchFederated(t, host, ns, "legacy", func(obj *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(obj.Object, true, "spec", "propagateDependencies")
+		})
+		waitForEntry(t, host, ns, "configmap-legacy-config", a, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.AlreadyExists })
+		waitForMemberConfigMap(t, members[b], b, ns, "legacy-config", "host")
+		waitForMemberConfigMap(t, members[a], a, ns, "legacy-config", "mine")
+
+		// Off again: the derived resource goes, with the copy it wrote in
+		// b; a's own ConfigMap stays, and so do the Deployments.
+		patchFederated(t, host, ns, "legacy", func(obj *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(obj.Object, false, "spec", "propagateDependencies")
+		})
+		waitForAbsent(t, members[b], &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy-config"}}, b, settleWithin)
+		waitForMemberConfigMap(t, members[a], a, ns, "legacy-config", "mine")
+		for _, cluster := range []string{a, b} {
+			d, err := memberDeploymentOf(t.Context(), members[cluster], ns, "legacy")
+			if err != nil || d.UID != uids[cluster] {
+				t.Errorf("the Deployment in %s: %v, UID %s; want the one that ran before, UID %s", cluster, err, d.UID, uids[cluster])
+			}
+		}
+		cm := &corev1.ConfigMap{}
+		if err := members[a].Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "legacy-config"}, cm); err != nil || cm.Labels[typesv1beta1.LabelManaged] != "" {
+			t.Errorf("a's own ConfigMap: %v, labels %v; want it as it was, not managed", err, cm.Labels)
+		}
+	})
+
 	t.Run("deleting the workload removes what only it needed", func(t *testing.T) {
 		if err := host.Delete(t.Context(), dependentDeployment(t, ns, "web", "web-config", "", "", a)); err != nil {
 			t.Fatal(err)
