@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,46 @@ type Stage struct {
 	// resourceVersion its derived resource already records is not read
 	// again.
 	meta cache.Cache
+	// missing are the owners waiting for each host object that was
+	// missing, by kind/namespace/name: its creation syncs them. It only
+	// speeds that up; a restart forgets it, and the owners' periodic
+	// retry (Again) finds the object then.
+	missing missingOwners
+}
+
+// missingOwners are, by host object, the owner keys that found it missing.
+type missingOwners struct {
+	mu     sync.Mutex
+	owners map[string]map[string]bool
+}
+
+func (m *missingOwners) note(object, owner string, missing bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !missing {
+		delete(m.owners[object], owner)
+		if len(m.owners[object]) == 0 {
+			delete(m.owners, object)
+		}
+		return
+	}
+	if m.owners == nil {
+		m.owners = map[string]map[string]bool{}
+	}
+	if m.owners[object] == nil {
+		m.owners[object] = map[string]bool{}
+	}
+	m.owners[object][owner] = true
+}
+
+func (m *missingOwners) of(object string) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var keys []string
+	for k := range m.owners[object] {
+		keys = append(keys, k)
+	}
+	return keys
 }
 
 // NewStage returns the dependencies stage. meta is a cache of the host's
@@ -84,6 +125,9 @@ type Workload struct {
 	Clusters []string
 	// Remediation is its drift policy's remediation, if it sets one.
 	Remediation typesv1beta1.Remediation
+	// Previous are the dependencies its status listed after its last
+	// sync: those no longer named are the ones Sync takes it off.
+	Previous []typesv1beta1.DependencyStatus
 }
 
 func (w Workload) key() string { return OwnerKey(w.Federated, w.Object.GetName()) }
@@ -120,8 +164,31 @@ func (s *Stage) Sync(ctx context.Context, w Workload) ([]typesv1beta1.Dependency
 		statuses = append(statuses, st)
 		errs = append(errs, err)
 	}
-	errs = append(errs, s.release(ctx, w.Object.GetNamespace(), w.key(), kinds, named))
+	errs = append(errs, s.releaseDropped(ctx, w, kinds, named))
 	return statuses, errors.Join(errs...)
+}
+
+// releaseDropped takes w off the derived resources of the dependencies
+// its last status listed that its template no longer names (named, by
+// kind/name): a read of each, not a list of the namespace, so that a sync
+// costs the same however many derived resources the namespace holds. A
+// dependency the status lost track of keeps w among its owners, and its
+// copies, until w is deleted or stops propagating them (Release).
+func (s *Stage) releaseDropped(ctx context.Context, w Workload, kinds map[string]schema.GroupVersionKind, named map[string]bool) error {
+	var errs []error
+	for _, d := range w.Previous {
+		federated, ok := kinds[d.Kind]
+		if !ok || named[d.Kind+"/"+d.Name] {
+			continue
+		}
+		obj, err := s.derived(ctx, federated, w.Object.GetNamespace(), d.Name)
+		if err != nil || obj == nil || !IsDerived(obj) {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, s.releaseOne(ctx, obj, federated, d.Kind, w.key()))
+	}
+	return errors.Join(errs...)
 }
 
 // Release takes w off every derived resource it owns: a resource left
@@ -131,7 +198,7 @@ func (s *Stage) Release(ctx context.Context, w Workload) error {
 	if err != nil {
 		return err
 	}
-	return s.release(ctx, w.Object.GetNamespace(), w.key(), kinds, nil)
+	return s.release(ctx, w.Object.GetNamespace(), w.key(), kinds)
 }
 
 // kinds are the federated kinds of the enabled types of the kinds a pod
@@ -174,6 +241,7 @@ func (s *Stage) carry(ctx context.Context, w Workload, ref Ref, kinds map[string
 		return st, nil
 	}
 	host, err := s.hostObject(ctx, ref, ns, existing)
+	s.missing.note(ref.Kind+"/"+ns+"/"+ref.Name, w.key(), apierrors.IsNotFound(err))
 	if apierrors.IsNotFound(err) {
 		st.State = typesv1beta1.DependencyMissing
 		st.Message = fmt.Sprintf("%s %q (%s) does not exist in namespace %s on the host: the workload goes without it, and its Pods wait for it%s",
@@ -297,9 +365,8 @@ func (s *Stage) write(ctx context.Context, existing, desired *unstructured.Unstr
 	return nil
 }
 
-// release takes the owner key off the derived resources in ns that it
-// owns and that keep does not name (kind/name).
-func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]schema.GroupVersionKind, keep map[string]bool) error {
+// release takes the owner key off every derived resource in ns it owns.
+func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]schema.GroupVersionKind) error {
 	var errs []error
 	for _, kind := range Kinds {
 		federated, ok := kinds[kind]
@@ -308,23 +375,26 @@ func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]sc
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(federated.GroupVersion().WithKind(federated.Kind + "List"))
-		if err := s.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{typesv1beta1.LabelDependency: "true"}); err != nil {
+		// Not copied: releaseOne copies the one it writes.
+		if err := s.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{typesv1beta1.LabelDependency: "true"}, client.UnsafeDisableDeepCopy); err != nil {
 			errs = append(errs, fmt.Errorf("listing %s in %s: %w", federated.Kind, ns, err))
 			continue
 		}
 		for i := range list.Items {
-			errs = append(errs, s.releaseOne(ctx, &list.Items[i], federated, kind, key, keep[kind+"/"+list.Items[i].GetName()]))
+			errs = append(errs, s.releaseOne(ctx, &list.Items[i], federated, kind, key))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, kind, key string, keep bool) error {
+// releaseOne takes the owner key off obj, a derived resource, which it
+// does not change (it may be the cache's own).
+func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, kind, key string) error {
 	owners, err := OwnersOf(obj)
 	if err != nil {
 		return err
 	}
-	if _, owned := owners[key]; !owned || keep {
+	if _, owned := owners[key]; !owned {
 		return nil
 	}
 	delete(owners, key)
@@ -355,21 +425,31 @@ func (s *Stage) OwnersOfHost(ctx context.Context, kind, ns, name string, federat
 	if !ok {
 		return nil
 	}
-	obj, err := s.derived(ctx, fk, ns, name)
-	if err != nil || obj == nil || !IsDerived(obj) {
-		return nil
-	}
-	owners, err := OwnersOf(obj)
-	if err != nil {
-		return nil
+	keys := s.missing.of(kind + "/" + ns + "/" + name)
+	if obj, err := s.derived(ctx, fk, ns, name); err == nil && obj != nil && IsDerived(obj) {
+		if owners, err := OwnersOf(obj); err == nil {
+			for key := range owners {
+				keys = append(keys, key)
+			}
+		}
 	}
 	prefix := OwnerKey(federated, "")
 	var names []string
-	for key := range owners {
+	for _, key := range keys {
 		if n, ok := strings.CutPrefix(key, prefix); ok {
 			names = append(names, n)
 		}
 	}
 	slices.Sort(names)
-	return names
+	return slices.Compact(names)
+}
+
+// Again tells whether a workload whose dependencies are deps should be
+// synced again after a while even without an event: one is missing on the
+// host or of a kind not federated, which a restart's lost trigger or an
+// enabled type would not otherwise bring back.
+func Again(deps []typesv1beta1.DependencyStatus) bool {
+	return slices.ContainsFunc(deps, func(d typesv1beta1.DependencyStatus) bool {
+		return d.State == typesv1beta1.DependencyMissing || d.State == typesv1beta1.DependencyKindNotEnabled
+	})
 }

@@ -204,7 +204,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 			source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
 		)
 	}
-	sources = append(sources, c.dependencySources()...)
+	sources = append(sources, c.dependencySources(mgr.GetCache())...)
 	for _, s := range sources {
 		if err := c.ctrl.Watch(s); err != nil {
 			return fmt.Errorf("watching for the propagation controller of %s: %w", c.typ.Name, err)

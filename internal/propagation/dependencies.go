@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -29,7 +30,8 @@ func (r *Reconciler) carriesDependencies() bool {
 
 // dependencyWorkload is fed as the dependencies stage sees it.
 func (r *Reconciler) dependencyWorkload(fed *unstructured.Unstructured, spec render.Spec, clusters []string) dependencies.Workload {
-	w := dependencies.Workload{Federated: r.typ.Federated, Target: r.typ.Target.GroupKind(), Object: fed, Clusters: clusters}
+	w := dependencies.Workload{Federated: r.typ.Federated, Target: r.typ.Target.GroupKind(), Object: fed, Clusters: clusters,
+		Previous: FederatedStatusOf(fed).Dependencies}
 	if spec.DriftPolicy != nil {
 		w.Remediation = spec.DriftPolicy.Remediation
 	}
@@ -57,6 +59,11 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 			ctrl.LoggerFrom(ctx).Error(s.depsErr, "Writing the derived resources of the dependencies")
 		}
 		s.depsWaiting = r.waitingForDependencies(ctx, s)
+		if key := client.ObjectKeyFromObject(s.fed); len(s.depsWaiting) > 0 {
+			r.waitingForDeps.Store(key, struct{}{})
+		} else {
+			r.waitingForDeps.Delete(key)
+		}
 		return
 	}
 	if len(FederatedStatusOf(s.fed).Dependencies) > 0 {
@@ -66,11 +73,13 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 
 // dependenciesAgain is how soon the dependencies stage of s wants another
 // sync, 0 when it does not: a second after a race with another owner or
-// while a first copy waits for them, the retry period after a failed
-// write (which the status and an Event report).
+// while a first copy waits for them; the retry period after a failed
+// write (which the status and an Event report), or while one is missing
+// or of a kind not federated (the host object's creation syncs the
+// workload at once too, unless the controller restarted since).
 func (r *Reconciler) dependenciesAgain(s *syncState) time.Duration {
 	switch {
-	case s.depsErr != nil && worthReporting(s.depsErr):
+	case s.depsErr != nil && worthReporting(s.depsErr), dependencies.Again(s.deps):
 		return r.opts.RetryPeriod
 	case s.depsErr != nil || len(s.depsWaiting) > 0:
 		return dependencyPoll
@@ -79,8 +88,9 @@ func (r *Reconciler) dependenciesAgain(s *syncState) time.Duration {
 }
 
 // dependencyPoll is how soon a workload whose first copy in a cluster
-// waits for its dependencies is synced again.
-const dependencyPoll = time.Second
+// waits for its dependencies is synced again, at the latest: a write of a
+// dependency's CPV syncs it at once (dependencySources).
+const dependencyPoll = 5 * time.Second
 
 // waitingForDependencies returns the Push clusters where the workload has
 // no copy yet (its CPV records none) and a dependency it sends has none
@@ -222,14 +232,32 @@ func dependencyOf(fed *unstructured.Unstructured) []string {
 	return owners.Names()
 }
 
-// dependencySources sync a workload when a host object it needs changes:
-// the owners of the object's derived resource, of this type.
-func (c *Controller) dependencySources() []source.TypedSource[reconcile.Request] {
+// waitingOwners maps a write of a dependency's CPV to the workloads of
+// this type it names (spec.dependencyOf) whose first copy waits for their
+// dependencies: the copy may now be written.
+func (c *Controller) waitingOwners(_ context.Context, cpv *typesv1beta1.ClusterPropagatedVersion) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, owner := range cpv.Spec.DependencyOf {
+		kind, name, _ := strings.Cut(owner, "/")
+		key := types.NamespacedName{Namespace: cpv.Namespace, Name: name}
+		if _, waits := c.reconciler.waitingForDeps.Load(key); kind == c.typ.Federated.Kind && waits {
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// dependencySources sync a workload when a host object it needs changes
+// (the owners of the object's derived resource, of this type), and when a
+// dependency's CPV changes while the workload's first copy waits for it.
+func (c *Controller) dependencySources(host cache.Cache) []source.TypedSource[reconcile.Request] {
 	if !c.reconciler.carriesDependencies() {
 		return nil
 	}
 	stage := c.reconciler.opts.Dependencies
-	var sources []source.TypedSource[reconcile.Request]
+	sources := []source.TypedSource[reconcile.Request]{
+		source.Kind(host, &typesv1beta1.ClusterPropagatedVersion{}, handler.TypedEnqueueRequestsFromMapFunc(c.waitingOwners)),
+	}
 	for _, kind := range dependencies.Kinds {
 		sources = append(sources, stage.Source(kind, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			var reqs []reconcile.Request

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,9 @@ type Reconciler struct {
 	// enqueue syncs a resource again, for an event held back that was news.
 	syncing syncing
 	enqueue func(reconcile.Request)
+	// waitingForDeps holds the resources whose first copy in a cluster
+	// waits for their dependencies: a dependency's CPV write syncs them.
+	waitingForDeps sync.Map // types.NamespacedName → struct{}
 
 	place  *placer
 	apply  *applier

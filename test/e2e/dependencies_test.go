@@ -211,6 +211,32 @@ func TestDependenciesTravelWithTheirWorkload(t *testing.T) {
 			}
 			return len(d.Spec.Template.Spec.Volumes) == 2, fmt.Sprintf("%d volumes", len(d.Spec.Template.Spec.Volumes))
 		})
+		// Created on the host, it goes at once (the watch of the host
+		// objects syncs the workload that found it missing).
+		createObject(t, host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "not-there"}, Data: map[string]string{"mode": "late"}})
+		waitForMemberConfigMap(t, members[a], a, ns, "not-there", "late")
+		waitForDependencies(t, host, ns, "web", metav1.ConditionTrue, map[string]typesv1beta1.DependencyState{
+			"ConfigMap/web-config": typesv1beta1.DependencyPropagated, "ConfigMap/not-there": typesv1beta1.DependencyPropagated,
+			"Secret/web-secret": typesv1beta1.DependencyPropagated, "ServiceAccount/web-sa": typesv1beta1.DependencyPropagated,
+		})
+	})
+
+	t.Run("a dependency the template no longer names goes", func(t *testing.T) {
+		patchFederated(t, host, ns, "web", func(obj *unstructured.Unstructured) {
+			containers := []any{map[string]any{"name": "web", "image": "nginx:1.27"}}
+			_ = unstructured.SetNestedSlice(obj.Object, containers, "spec", "template", "spec", "template", "spec", "containers")
+		})
+		waitForAbsent(t, members[a], &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-secret"}}, a, settleWithin)
+		derived := &unstructured.Unstructured{}
+		derived.SetAPIVersion("types.kubefed.io/v1beta1")
+		derived.SetKind("FederatedSecret")
+		derived.SetNamespace(ns)
+		derived.SetName("web-secret")
+		waitForAbsent(t, host, derived, "the host", settleWithin)
+		waitForMemberConfigMap(t, members[a], a, ns, "web-config", "green")
+		if err := host.Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web-secret"}, &corev1.Secret{}); err != nil {
+			t.Errorf("the host Secret: %v; want it kept", err)
+		}
 	})
 
 	t.Run("a user's own FederatedConfigMap wins", func(t *testing.T) {
