@@ -6,6 +6,7 @@ package dependencies
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"slices"
@@ -33,9 +34,10 @@ import (
 const (
 	// plainNamespace holds the workloads without dependencies, depsNamespace
 	// those with, warmNamespace the one that shows the bed works.
-	plainNamespace = "plain"
-	depsNamespace  = "deps"
-	warmNamespace  = "warmup"
+	plainNamespace   = "plain"
+	depsNamespace    = "deps"
+	warmNamespace    = "warmup"
+	controlNamespace = "control"
 	// qps is the pace of the load client, as in the other benchmarks.
 	qps = 100
 )
@@ -55,8 +57,12 @@ var (
 // workloads. It reports the time from the first workload's create until
 // the members' watches have seen every copy — for (b) every Deployment,
 // ConfigMap and Secret — the ratio (b)/(a) (issue 32's goal: at most 1.5),
-// and the member writes per copy. It fails unless every member holds every
-// copy and each copy took one member write.
+// and the member writes per copy. The baseline (c) has the client write
+// the same 9,000 copies' federated resources itself (N FederatedDeployments,
+// FederatedConfigMaps and FederatedSecrets, three per tick at the same
+// pace), without the dependencies stage: (b)/(c) is what the stage costs.
+// It fails unless every member holds every copy and each copy took one
+// member write.
 //
 //	go test ./bench/dependencies/ -run '^$' -bench BenchmarkDependencies -benchtime 1x -timeout 30m
 func BenchmarkDependencies(b *testing.B) {
@@ -66,6 +72,7 @@ func BenchmarkDependencies(b *testing.B) {
 		bd.warmUp(b)
 		plain := bd.measure(b, plainNamespace, n, false)
 		deps := bd.measure(b, depsNamespace, n, true)
+		control := bd.measureControl(b, n)
 		_, peak, err := fedtest.ProcessMemory(bd.fb.CM.PID())
 		if err != nil {
 			b.Fatal(err)
@@ -74,6 +81,8 @@ func BenchmarkDependencies(b *testing.B) {
 		b.ReportMetric(plain.converge.Seconds(), "plain-s")
 		b.ReportMetric(deps.converge.Seconds(), "dependencies-s")
 		b.ReportMetric(deps.converge.Seconds()/plain.converge.Seconds(), "ratio")
+		b.ReportMetric(control.converge.Seconds(), "control-s")
+		b.ReportMetric(deps.converge.Seconds()/control.converge.Seconds(), "ratio-to-control")
 		b.ReportMetric(deps.deployments.Seconds(), "dependencies-deployments-s")
 		b.ReportMetric(plain.writesPerCopy, "plain-member-writes-per-copy")
 		b.ReportMetric(deps.writesPerCopy, "dependencies-member-writes-per-copy")
@@ -111,7 +120,7 @@ func startBed(b *testing.B) *bed {
 		bd.clusters = append(bd.clusters, m.Name)
 	}
 	for _, c := range kubes {
-		for _, ns := range []string{plainNamespace, depsNamespace, warmNamespace} {
+		for _, ns := range []string{plainNamespace, depsNamespace, warmNamespace, controlNamespace} {
 			if _, err := c.CoreV1().Namespaces().Create(b.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 				b.Fatal(err)
 			}
@@ -144,6 +153,39 @@ func (bd *bed) warmUp(b *testing.B) {
 	logf("warm-up: one workload and its 2 dependencies reached the %d members in %s", len(bd.members), r.converge.Round(time.Millisecond))
 }
 
+// measureControl is (c): the client writes, three per tick at 100 ticks a
+// second, a plain FederatedDeployment, a FederatedConfigMap and a
+// FederatedSecret per i, all placed on every member, and times them as
+// measure does.
+func (bd *bed) measureControl(b *testing.B, n int) result {
+	return bd.timed(b, controlNamespace, n, []schema.GroupVersionResource{deployments, configMaps, secrets}, func(ctx context.Context, i int) error {
+		for _, obj := range []*unstructured.Unstructured{
+			workload(controlNamespace, name(i), false, bd.clusters),
+			federated("FederatedConfigMap", name(i)+"-config", map[string]any{"data": map[string]any{"mode": "blue"}}, bd.clusters),
+			federated("FederatedSecret", name(i)+"-secret", map[string]any{"data": map[string]any{"password": base64.StdEncoding.EncodeToString([]byte("bench-" + name(i)))}}, bd.clusters),
+		} {
+			if err := bd.fb.Host.Create(ctx, obj); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// federated is a Federated<Kind> of (c), in the control namespace, with
+// template, placed on clusters.
+func federated(kind, name string, template map[string]any, clusters []string) *unstructured.Unstructured {
+	var placed []any
+	for _, c := range clusters {
+		placed = append(placed, map[string]any{"name": c})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "types.kubefed.io/v1beta1", "kind": kind,
+		"metadata": map[string]any{"namespace": controlNamespace, "name": name},
+		"spec":     map[string]any{"template": template, "placement": map[string]any{"clusters": placed}},
+	}}
+}
+
 // measure creates n workloads named app-<i> in ns at 100 QPS, with a
 // ConfigMap and a Secret each if withDeps, and times them until every
 // member has seen every copy. It then checks the members' objects and the
@@ -159,6 +201,16 @@ func (bd *bed) measure(b *testing.B, ns string, n int, withDeps bool) result {
 		}
 		logf("%s: %d ConfigMaps and %d Secrets created on the host in %s", ns, n, n, time.Since(start).Round(time.Millisecond))
 	}
+	return bd.timed(b, ns, n, gvrs, func(ctx context.Context, i int) error {
+		return bd.fb.Host.Create(ctx, workload(ns, name(i), withDeps, bd.clusters))
+	})
+}
+
+// timed runs create for i in [0, n) at 100 QPS and times it until every
+// member has seen n copies of each of gvrs in ns; it then checks the
+// members' objects and the controller-manager's member writes.
+func (bd *bed) timed(b *testing.B, ns string, n int, gvrs []schema.GroupVersionResource, create func(context.Context, int) error) result {
+	ctx := b.Context()
 	writesBefore := bd.memberWrites(b)
 	reconcilesBefore := bd.reconciles(b)
 	want := n * len(bd.members)
@@ -168,9 +220,7 @@ func (bd *bed) measure(b *testing.B, ns string, n int, withDeps bool) result {
 	}
 	defer w.stop()
 	start := time.Now()
-	if err := fedtest.Paced(ctx, qps, n, func(i int) error {
-		return bd.fb.Host.Create(ctx, workload(ns, name(i), withDeps, bd.clusters))
-	}); err != nil {
+	if err := fedtest.Paced(ctx, qps, n, func(i int) error { return create(ctx, i) }); err != nil {
 		b.Fatal(err)
 	}
 	select {
