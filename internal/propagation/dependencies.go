@@ -3,6 +3,8 @@ package propagation
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,39 +94,75 @@ func (r *Reconciler) dependenciesAgain(s *syncState) time.Duration {
 // dependency's CPV syncs it at once (dependencySources).
 const dependencyPoll = 5 * time.Second
 
-// waitingForDependencies returns the Push clusters where the workload has
-// no copy yet (its CPV records none) and a dependency it sends has none
+// waitingForDependencies returns the clusters where the workload has no
+// copy yet (its CPV records none) and a dependency it sends has none
 // either, with what the first copy waits for: it is written once they are
-// there, so that its Pods never start without them. Only the derived
-// resources are waited for: a user's own Federated<Kind> places its
-// object where the user says. A dependency whose copy failed (its own
-// status says why) is not waited for, nor is a Pull cluster's, whose
-// agent writes in its own order.
+// there, so that its Pods never start without them. A Push cluster is
+// simply not written. A Pull cluster is held out of the CPV's
+// spec.clusters, which its agent obeys, and only when the CPV has never
+// listed it: a cluster once listed is never taken out (that would tell
+// its agent to remove its copy). Only the derived resources are waited
+// for: a user's own Federated<Kind> places its object where the user
+// says. A dependency whose copy failed (its own status says why) is not
+// waited for.
 func (r *Reconciler) waitingForDependencies(ctx context.Context, s *syncState) map[string]string {
 	recorded := map[string]bool{}
 	for _, cv := range s.cpv.Status.ClusterVersions {
 		recorded[string(cv.ClusterName)] = true
 	}
+	for _, pc := range s.cpv.Spec.Clusters {
+		if isPull(s.set[string(pc.Name)]) {
+			recorded[string(pc.Name)] = true
+		}
+	}
 	var waiting map[string]string
 	for _, cluster := range s.t.names {
-		if recorded[cluster] || isPull(s.set[cluster]) {
+		if recorded[cluster] {
 			continue
 		}
-		var missing []string
-		for _, d := range s.deps {
-			if d.State == typesv1beta1.DependencyPropagated && !r.dependencyCopyThere(ctx, s.fed.GetNamespace(), d, cluster) {
-				missing = append(missing, d.Kind+" "+d.Name)
+		if msg := r.awaitedIn(ctx, s.fed.GetNamespace(), s.deps, cluster); msg != "" {
+			if waiting == nil {
+				waiting = map[string]string{}
 			}
+			waiting[cluster] = msg
 		}
-		if len(missing) == 0 {
-			continue
-		}
-		if waiting == nil {
-			waiting = map[string]string{}
-		}
-		waiting[cluster] = "the first copy is written once its dependencies are there: " + strings.Join(missing, ", ")
 	}
 	return waiting
+}
+
+// awaitedIn says what a first copy in cluster waits for: the derived
+// dependencies among deps whose CPV records no copy there yet; "" when
+// none.
+func (r *Reconciler) awaitedIn(ctx context.Context, ns string, deps []typesv1beta1.DependencyStatus, cluster string) string {
+	var missing []string
+	for _, d := range deps {
+		if d.State == typesv1beta1.DependencyPropagated && !r.dependencyCopyThere(ctx, ns, d, cluster) {
+			missing = append(missing, d.Kind+" "+d.Name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "the first copy is written once its dependencies are there: " + strings.Join(missing, ", ")
+}
+
+// recordedTargets are the targets the record stage writes into the CPV's
+// spec: s.t without the Pull clusters whose first copy waits for the
+// dependencies (waitingForDependencies), which their agents must not see
+// placed yet.
+func (s *syncState) recordedTargets() targets {
+	if len(s.depsWaiting) == 0 {
+		return s.t
+	}
+	held := func(name string) bool { _, waits := s.depsWaiting[name]; return waits && isPull(s.set[name]) }
+	if !slices.ContainsFunc(s.t.names, held) {
+		return s.t
+	}
+	t := s.t
+	t.names = slices.DeleteFunc(slices.Clone(s.t.names), held)
+	t.replicas = maps.Clone(s.t.replicas)
+	maps.DeleteFunc(t.replicas, func(name string, _ int32) bool { return held(name) })
+	return t
 }
 
 // dependencyCopyThere tells whether the CPV of dependency d records a copy
@@ -254,10 +292,10 @@ func (c *Controller) dependencySources(host cache.Cache) []source.TypedSource[re
 	if !c.reconciler.carriesDependencies() {
 		return nil
 	}
-	stage := c.reconciler.opts.Dependencies
 	sources := []source.TypedSource[reconcile.Request]{
 		source.Kind(host, &typesv1beta1.ClusterPropagatedVersion{}, handler.TypedEnqueueRequestsFromMapFunc(c.waitingOwners)),
 	}
+	stage := c.reconciler.opts.Dependencies
 	for _, kind := range dependencies.Kinds {
 		sources = append(sources, stage.Source(kind, handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
 			var reqs []reconcile.Request

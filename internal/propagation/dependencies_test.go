@@ -1,12 +1,14 @@
 package propagation
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 )
 
@@ -45,5 +47,29 @@ func TestDependencyStatus(t *testing.T) {
 				t.Fatalf("dependencies %v: want %v", st.Dependencies, tc.deps)
 			}
 		})
+	}
+}
+
+// TestRecordedTargets: a Pull cluster whose first copy waits for the
+// dependencies is left out of what the CPV's spec records, so that its
+// agent does not see the workload placed yet; a waiting Push cluster is
+// recorded, as its copy is simply not written.
+func TestRecordedTargets(t *testing.T) {
+	pull := &corev1beta1.FederatedCluster{Spec: corev1beta1.FederatedClusterSpec{SyncMode: corev1beta1.SyncModePull}}
+	push := &corev1beta1.FederatedCluster{Spec: corev1beta1.FederatedClusterSpec{SyncMode: corev1beta1.SyncModePush}}
+	s := &syncState{
+		set: clusterSet{"edge": pull, "eu": push, "us": push},
+		t:   targets{names: []string{"edge", "eu", "us"}, replicas: map[string]int32{"edge": 1, "eu": 2, "us": 3}},
+	}
+	if got := s.recordedTargets(); !slices.Equal(got.names, s.t.names) {
+		t.Errorf("nothing waits: recorded %v, want %v", got.names, s.t.names)
+	}
+	s.depsWaiting = map[string]string{"edge": "waits", "eu": "waits"}
+	got := s.recordedTargets()
+	if !slices.Equal(got.names, []string{"eu", "us"}) || len(got.replicas) != 2 || got.replicas["edge"] != 0 {
+		t.Errorf("recorded %v with replicas %v; want eu and us, without the waiting Pull cluster edge", got.names, got.replicas)
+	}
+	if !slices.Equal(s.t.names, []string{"edge", "eu", "us"}) || len(s.t.replicas) != 3 {
+		t.Errorf("the placement itself changed: %v %v", s.t.names, s.t.replicas)
 	}
 }

@@ -215,10 +215,11 @@ func (r *Reconciler) claim(ctx context.Context, s *syncState) error {
 // so that a new resource reaches them after a single host write (the
 // finalizer).
 func (r *Reconciler) recordForAgents(ctx context.Context, s *syncState) (err error) {
-	if !placesPull(s.t.names, s.set) {
+	t := s.recordedTargets()
+	if !placesPull(t.names, s.set) {
 		return nil
 	}
-	s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s))
+	s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, t, s.set, pullPlanOf(s))
 	return err
 }
 
@@ -242,7 +243,7 @@ func (r *Reconciler) applyCopies(ctx context.Context, s *syncState) error {
 // recordVersions is the record stage: the CPV's placement, then its
 // status, with what the apply stage found.
 func (r *Reconciler) recordVersions(ctx context.Context, s *syncState) (err error) {
-	if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.t, s.set, pullPlanOf(s)); err != nil {
+	if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.recordedTargets(), s.set, pullPlanOf(s)); err != nil {
 		return err
 	}
 	return r.record.writeStatus(ctx, s.cpv, s.in, len(s.t.names), s.results, s.fed.GetGeneration())

@@ -247,6 +247,7 @@ func TestPullMode(t *testing.T) {
 		value := randomValue(t)
 		createObject(t, b.host, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"mode": "blue"}})
 		createObject(t, b.host, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deps-secret"}, StringData: map[string]string{"password": value}})
+		firstWrites := watchFirstWrites(t, b.pull.Config, ns)
 		createObject(t, b.host, dependentDeployment(t, ns, "deps", "web-config", "", "deps-secret", b.push.Name, b.pull.Name))
 		for name, c := range map[string]client.Client{b.pull.Name: pull, b.push.Name: push} {
 			waitForMemberConfigMap(t, c, name, ns, "web-config", "blue")
@@ -255,6 +256,9 @@ func TestPullMode(t *testing.T) {
 			})
 			waitForEntry(t, b.host, ns, "configmap-web-config", name, func(cv typesv1beta1.ClusterVersion) bool { return cv.State == typesv1beta1.InSync })
 		}
+		// The agent wrote the dependencies before the workload.
+		waitForMemberObject(t, pull, b.pull.Name, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "deps"}}, nil)
+		firstWrites.checkBefore(t, "Deployment/deps", "ConfigMap/web-config", "Secret/deps-secret")
 		// The agent wrote the Pull cluster's entries of the dependencies.
 		if got := entryManagers(t, b.host, ns, "secret-deps-secret")[b.pull.Name]; !slices.Equal(got, []string{registration.AgentFieldManager(b.pull.Name)}) {
 			t.Errorf("the Pull cluster's entry of the Secret is owned by %v, want only its agent", got)
