@@ -164,8 +164,8 @@ func (s *Stage) Sync(ctx context.Context, w Workload) ([]typesv1beta1.Dependency
 		statuses = append(statuses, st)
 		errs = append(errs, err)
 	}
-	errs = append(errs, s.releaseDropped(ctx, w, kinds, named))
-	return statuses, errors.Join(errs...)
+	kept, err := s.releaseDropped(ctx, w, kinds, named)
+	return append(statuses, kept...), errors.Join(append(errs, err)...)
 }
 
 // releaseDropped takes w off the derived resources of the dependencies
@@ -173,8 +173,11 @@ func (s *Stage) Sync(ctx context.Context, w Workload) ([]typesv1beta1.Dependency
 // kind/name): a read of each, not a list of the namespace, so that a sync
 // costs the same however many derived resources the namespace holds. A
 // dependency the status lost track of keeps w among its owners, and its
-// copies, until w is deleted or stops propagating them (Release).
-func (s *Stage) releaseDropped(ctx context.Context, w Workload, kinds map[string]schema.GroupVersionKind, named map[string]bool) error {
+// copies, until w is deleted or stops propagating them (Release). Those
+// it could not take w off stay in the returned statuses, Failed, so that
+// the next sync's Previous still lists them and tries again.
+func (s *Stage) releaseDropped(ctx context.Context, w Workload, kinds map[string]schema.GroupVersionKind, named map[string]bool) ([]typesv1beta1.DependencyStatus, error) {
+	var kept []typesv1beta1.DependencyStatus
 	var errs []error
 	for _, d := range w.Previous {
 		federated, ok := kinds[d.Kind]
@@ -182,13 +185,17 @@ func (s *Stage) releaseDropped(ctx context.Context, w Workload, kinds map[string
 			continue
 		}
 		obj, err := s.derived(ctx, federated, w.Object.GetNamespace(), d.Name)
-		if err != nil || obj == nil || !IsDerived(obj) {
-			errs = append(errs, err)
-			continue
+		if err == nil && obj != nil && IsDerived(obj) {
+			err = s.releaseOne(ctx, obj, federated, d.Kind, w.key())
 		}
-		errs = append(errs, s.releaseOne(ctx, obj, federated, d.Kind, w.key()))
+		if err != nil {
+			err = withoutValues(Ref{Kind: d.Kind, Name: d.Name}, err)
+			kept = append(kept, typesv1beta1.DependencyStatus{Kind: d.Kind, Name: d.Name, State: typesv1beta1.DependencyFailed,
+				Message: "no longer named, but the workload could not be taken off it yet: " + err.Error()})
+			errs = append(errs, err)
+		}
 	}
-	return errors.Join(errs...)
+	return kept, errors.Join(errs...)
 }
 
 // Release takes w off every derived resource it owns: a resource left
