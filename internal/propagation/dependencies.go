@@ -68,14 +68,16 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 		}
 		return
 	}
-	if len(FederatedStatusOf(s.fed).Dependencies) > 0 {
-		s.depsErr = r.opts.Dependencies.Release(ctx, w)
+	if old := FederatedStatusOf(s.fed).Dependencies; len(old) > 0 {
+		if s.depsErr = r.opts.Dependencies.Release(ctx, w); s.depsErr != nil {
+			s.deps = old // listed until the workload is off them all
+		}
 	}
 }
 
 // dependenciesAgain is how soon the dependencies stage of s wants another
-// sync, 0 when it does not: a second after a race with another owner or
-// while a first copy waits for them; the retry period after a failed
+// sync, 0 when it does not: a second after a race with another owner,
+// dependencyPoll while a first copy waits for them; the retry period after a failed
 // write (which the status and an Event report), or while one is missing
 // or of a kind not federated (the host object's creation syncs the
 // workload at once too, unless the controller restarted since).
@@ -83,7 +85,9 @@ func (r *Reconciler) dependenciesAgain(s *syncState) time.Duration {
 	switch {
 	case s.depsErr != nil && worthReporting(s.depsErr), dependencies.Again(s.deps):
 		return r.opts.RetryPeriod
-	case s.depsErr != nil || len(s.depsWaiting) > 0:
+	case s.depsErr != nil:
+		return time.Second // a race with another owner's write
+	case len(s.depsWaiting) > 0:
 		return dependencyPoll
 	}
 	return 0
@@ -194,9 +198,19 @@ func (r *Reconciler) releaseDependencies(ctx context.Context, fed *unstructured.
 
 // dependencyStatus sets next's dependencies and their condition, from the
 // dependencies stage of a sync of a workload under propagateDependencies
-// (on); without it, both are dropped. A controller without the stage
+// (on); without it, both are dropped, once the workload is off them all
+// (err, the stage's error, is nil; until then deps are the old ones, kept
+// so that the next sync tries again). A controller without the stage
 // (available false) says so.
-func dependencyStatus(next *typesv1beta1.FederatedStatus, on, available bool, deps []typesv1beta1.DependencyStatus, generation int64, now metav1.Time) {
+func dependencyStatus(next *typesv1beta1.FederatedStatus, on, available bool, deps []typesv1beta1.DependencyStatus, err error, generation int64, now metav1.Time) {
+	if !on && err != nil {
+		next.Dependencies = deps
+		if worthReporting(err) {
+			setCondition(&next.Conditions, typesv1beta1.FederatedDependencies, false, typesv1beta1.ReasonDependencyFailed,
+				bounded("spec.propagateDependencies is off, but taking the workload off its dependencies failed, and is retried: "+err.Error(), 4096), generation, now)
+		}
+		return
+	}
 	if !on {
 		next.Dependencies = nil
 		meta.RemoveStatusCondition(&next.Conditions, typesv1beta1.FederatedDependencies)

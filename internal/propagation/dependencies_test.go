@@ -1,12 +1,15 @@
 package propagation
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -21,6 +24,7 @@ func TestDependencyStatus(t *testing.T) {
 		name          string
 		on, available bool
 		deps          []typesv1beta1.DependencyStatus
+		err           error
 		want          metav1.ConditionStatus // "" for no condition
 		reason, text  string
 	}{
@@ -29,13 +33,17 @@ func TestDependencyStatus(t *testing.T) {
 		{name: "a required one missing", on: true, available: true, deps: []typesv1beta1.DependencyStatus{propagated, optional, missing}, want: metav1.ConditionFalse, reason: typesv1beta1.ReasonDependencyMissing, text: "ServiceAccount sa is missing"},
 		{name: "a controller without the stage says so", on: true, want: metav1.ConditionFalse, reason: typesv1beta1.ReasonDependenciesNotEnabled, text: "--propagate-dependencies"},
 		{name: "off: nothing", available: true, deps: []typesv1beta1.DependencyStatus{propagated}},
+		{name: "off, but not yet released: kept and said", available: true, deps: []typesv1beta1.DependencyStatus{propagated}, err: errors.New("the API server is away"),
+			want: metav1.ConditionFalse, reason: typesv1beta1.ReasonDependencyFailed, text: "the API server is away"},
+		{name: "off, a race: kept, the condition as it was", available: true, deps: []typesv1beta1.DependencyStatus{propagated},
+			err: apierrors.NewConflict(schema.GroupResource{}, "c", errors.New("changed")), want: metav1.ConditionTrue, reason: typesv1beta1.ReasonDependenciesPropagated},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			st := typesv1beta1.FederatedStatus{}
 			// A condition from an earlier sync, which an off workload drops.
 			setCondition(&st.Conditions, typesv1beta1.FederatedDependencies, true, typesv1beta1.ReasonDependenciesPropagated, "", 1, now)
-			dependencyStatus(&st, tc.on, tc.available, tc.deps, 2, now)
+			dependencyStatus(&st, tc.on, tc.available, tc.deps, tc.err, 2, now)
 			c := meta.FindStatusCondition(st.Conditions, typesv1beta1.FederatedDependencies)
 			switch {
 			case tc.want == "" && (c != nil || st.Dependencies != nil):

@@ -48,7 +48,7 @@ func (rep *reporter) writeFederatedStatus(ctx context.Context, s *syncState) err
 	next := federatedStatus(old, rep.typ, s.t, s.results, fed.GetGeneration(), now)
 	rolloutStatus(&next, s.rollout, fed.GetGeneration(), now)
 	on := s.spec.PropagateDependencies && dependencies.HasPodTemplate(rep.typ.Target.GroupKind())
-	dependencyStatus(&next, on, rep.dependencies, s.deps, fed.GetGeneration(), now)
+	dependencyStatus(&next, on, rep.dependencies, s.deps, s.depsErr, fed.GetGeneration(), now)
 	rep.recordDependencies(fed, old, next)
 	return rep.patchFederatedStatus(ctx, fed, old, next)
 }
