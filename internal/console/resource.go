@@ -17,6 +17,7 @@ import (
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/dependencies"
 )
 
 // Resource is the resource page.
@@ -181,7 +182,7 @@ func (s *Server) resourcePage(v *view, r *row) Resource {
 // dependenciesOf are the rows whose CPV names r's resource among the
 // workloads it goes with, sorted; v.ix.mu is held.
 func dependenciesOf(v *view, r *row) []Dependency {
-	me := r.kind + "/" + r.name
+	me := dependencies.OwnerName(r.kind, r.name)
 	out := []Dependency{}
 	for _, d := range v.ix.rows {
 		if d.namespace == r.namespace && slices.Contains(d.cpv.Spec.DependencyOf, me) {

@@ -34,14 +34,24 @@ func OwnerKey(federated schema.GroupVersionKind, name string) string {
 	return federated.Kind + "." + federated.Group + "/" + name
 }
 
-// Names are the owners as Kind/name, sorted, each once: how a CPV lists
+// OwnerName is how a CPV's spec.dependencyOf names an owner: Kind/name,
+// in the dependency's namespace.
+func OwnerName(kind, name string) string { return kind + "/" + name }
+
+// ParseOwnerName reads an OwnerName.
+func ParseOwnerName(s string) (kind, name string) {
+	kind, name, _ = strings.Cut(s, "/")
+	return kind, name
+}
+
+// Names are the owners as OwnerNames, sorted, each once: how a CPV lists
 // them (spec.dependencyOf).
 func (o Owners) Names() []string {
 	var names []string
 	for key := range o {
 		kindGroup, name, _ := strings.Cut(key, "/")
 		kind, _, _ := strings.Cut(kindGroup, ".")
-		names = append(names, kind+"/"+name)
+		names = append(names, OwnerName(kind, name))
 	}
 	slices.Sort(names)
 	return slices.Compact(names)

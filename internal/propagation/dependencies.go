@@ -30,10 +30,10 @@ func (r *Reconciler) carriesDependencies() bool {
 	return r.opts.Dependencies != nil && r.agent == nil && dependencies.HasPodTemplate(r.typ.Target.GroupKind())
 }
 
-// dependencyWorkload is fed as the dependencies stage sees it.
-func (r *Reconciler) dependencyWorkload(fed *unstructured.Unstructured, spec render.Spec, clusters []string) dependencies.Workload {
-	w := dependencies.Workload{Federated: r.typ.Federated, Target: r.typ.Target.GroupKind(), Object: fed, Clusters: clusters,
-		Previous: FederatedStatusOf(fed).Dependencies}
+// dependencyWorkload is fed as the dependencies stage sees it; previous
+// are the dependencies its status lists.
+func (r *Reconciler) dependencyWorkload(fed *unstructured.Unstructured, spec render.Spec, clusters []string, previous []typesv1beta1.DependencyStatus) dependencies.Workload {
+	w := dependencies.Workload{Federated: r.typ.Federated, Target: r.typ.Target.GroupKind(), Object: fed, Clusters: clusters, Previous: previous}
 	if spec.DriftPolicy != nil {
 		w.Remediation = spec.DriftPolicy.Remediation
 	}
@@ -50,13 +50,17 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 	if !r.carriesDependencies() {
 		return
 	}
-	w := r.dependencyWorkload(s.fed, s.spec, s.t.names)
+	old := FederatedStatusOf(s.fed).Dependencies
+	if !s.spec.PropagateDependencies && len(old) == 0 {
+		return // the common case: nothing to send, nothing to release
+	}
+	w := r.dependencyWorkload(s.fed, s.spec, s.t.names, old)
 	if s.spec.PropagateDependencies {
 		s.deps, s.depsErr = r.opts.Dependencies.Sync(ctx, w)
 		if s.depsErr != nil && !worthReporting(s.depsErr) {
 			// A race with another owner's write, which the retry a second
 			// later settles: the status keeps what the last sync said.
-			s.deps = FederatedStatusOf(s.fed).Dependencies
+			s.deps = old
 		} else if s.depsErr != nil {
 			ctrl.LoggerFrom(ctx).Error(s.depsErr, "Writing the derived resources of the dependencies")
 		}
@@ -68,10 +72,8 @@ func (r *Reconciler) carryDependencies(ctx context.Context, s *syncState) {
 		}
 		return
 	}
-	if old := FederatedStatusOf(s.fed).Dependencies; len(old) > 0 {
-		if s.depsErr = r.opts.Dependencies.Release(ctx, w); s.depsErr != nil {
-			s.deps = old // listed until the workload is off them all
-		}
+	if s.depsErr = r.opts.Dependencies.Release(ctx, w); s.depsErr != nil {
+		s.deps = old // listed until the workload is off them all
 	}
 }
 
@@ -190,7 +192,7 @@ func (r *Reconciler) releaseDependencies(ctx context.Context, fed *unstructured.
 	if !r.carriesDependencies() {
 		return nil
 	}
-	if err := r.opts.Dependencies.Release(ctx, r.dependencyWorkload(fed, render.Spec{}, nil)); err != nil {
+	if err := r.opts.Dependencies.Release(ctx, r.dependencyWorkload(fed, render.Spec{}, nil, nil)); err != nil {
 		return fmt.Errorf("releasing its dependencies: %w", err)
 	}
 	return nil
@@ -290,7 +292,7 @@ func dependencyOf(fed *unstructured.Unstructured) []string {
 func (c *Controller) waitingOwners(_ context.Context, cpv *typesv1beta1.ClusterPropagatedVersion) []reconcile.Request {
 	var reqs []reconcile.Request
 	for _, owner := range cpv.Spec.DependencyOf {
-		kind, name, _ := strings.Cut(owner, "/")
+		kind, name := dependencies.ParseOwnerName(owner)
 		key := types.NamespacedName{Namespace: cpv.Namespace, Name: name}
 		if _, waits := c.reconciler.waitingForDeps.Load(key); kind == c.typ.Federated.Kind && waits {
 			reqs = append(reqs, reconcile.Request{NamespacedName: key})

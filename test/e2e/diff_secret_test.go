@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,44 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
-	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
-
-// secretsEnabled enables Secrets in the shared test bed with `fedwarden
-// enable`, once for all tests, and returns why it could not.
-var secretsEnabled = sync.OnceValue(func() error {
-	// Not a test's context: the type serves every test.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	r, err := fedtest.Run(ctx, fedwardenBin, "enable", "secrets", "--host-kubeconfig", fed.Host.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	if r.Code != 0 {
-		return fmt.Errorf("fedwarden enable secrets:\n%s", r)
-	}
-	return nil
-})
 
 // enableSecrets enables Secrets in the shared test bed (once for all tests)
 // and waits until their propagation controller runs.
 func enableSecrets(t *testing.T) {
 	t.Helper()
-	joinedMembers(t)
-	if err := secretsEnabled(); err != nil {
-		t.Fatalf("enabling Secrets in the shared test bed: %v", err)
-	}
-	host := hostClient(t)
-	poll.Eventually(t, time.Minute, "secrets to be Running", func(ctx context.Context) (bool, string) {
-		ftc := &corev1beta1.FederatedTypeConfig{}
-		if err := host.Get(ctx, types.NamespacedName{Name: "secrets"}, ftc); err != nil {
-			return false, err.Error()
-		}
-		return ftc.Status.PropagationController == corev1beta1.ControllerStatusRunning, fmt.Sprintf("%+v", ftc.Status)
-	})
+	enableTypes(t, "secrets")
 }
 
 // randomValue returns a value no text holds by chance: 24 hexadecimal
