@@ -46,6 +46,10 @@ type Options struct {
 	// Identity names this controller-manager replica in the status.servedBy
 	// of the Push clusters it serves.
 	Identity string
+	// Serves, when set, tells which clusters this replica probes, when
+	// replicas share them: the controller then runs on every replica, not
+	// only the leader, and leaves the others' clusters alone. Nil: all.
+	Serves func(*corev1beta1.FederatedCluster) bool
 }
 
 // Validate reports options that cannot work.
@@ -87,6 +91,9 @@ type Reconciler struct {
 	sightings map[string]*sighting
 	// ids is the cluster ID last read of each cluster (see duplicateOf).
 	ids map[string]string
+	// visits asks for a cluster to be looked at now: its member stopped
+	// answering, or this replica started or stopped serving it.
+	visits chan event.TypedGenericEvent[*corev1beta1.FederatedCluster]
 }
 
 // history is what the controller remembers of a cluster between visits.
@@ -101,7 +108,17 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // NewReconciler returns a health controller that keeps cache up to date.
 func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}, sightings: map[string]*sighting{}, ids: map[string]string{}}
+	return &Reconciler{client: c, cache: cache, recorder: rec, opts: opts, now: time.Now, history: map[string]*history{}, sightings: map[string]*sighting{}, ids: map[string]string{},
+		visits: make(chan event.TypedGenericEvent[*corev1beta1.FederatedCluster], 64)}
+}
+
+// Visit looks at cluster soon, out of its probe period; when too many
+// visits wait already, the periodic one comes soon enough.
+func (r *Reconciler) Visit(cluster string) {
+	select {
+	case r.visits <- event.TypedGenericEvent[*corev1beta1.FederatedCluster]{Object: &corev1beta1.FederatedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}:
+	default:
+	}
 }
 
 // SetupWithManager registers the controller: it watches FederatedClusters
@@ -110,22 +127,18 @@ func NewReconciler(c client.Client, cache *clustercache.Cache, rec recorder.Even
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A member whose breaker finds it not answering is probed at once, so
 	// that it is reported Offline in seconds, not after the thresholds.
-	stalls := make(chan event.TypedGenericEvent[*corev1beta1.FederatedCluster], 64)
-	r.cache.OnNotAnswering(func(cluster string) {
-		select {
-		case stalls <- event.TypedGenericEvent[*corev1beta1.FederatedCluster]{Object: &corev1beta1.FederatedCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster}}}:
-		default: // full: the periodic probe comes soon enough
-		}
-	})
+	r.cache.OnNotAnswering(r.Visit)
+	// Replicas that share the clusters each probe their own.
+	leaderOnly := r.opts.Serves == nil
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&corev1beta1.FederatedCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clustersForSecret)).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.clusterForLease)).
-		WatchesRawSource(source.Channel(stalls, &handler.TypedEnqueueRequestForObject[*corev1beta1.FederatedCluster]{})).
+		WatchesRawSource(source.Channel(r.visits, &handler.TypedEnqueueRequestForObject[*corev1beta1.FederatedCluster]{})).
 		// A panic in a reconcile is an error: logged once, retried with
 		// backoff and counted (controller_runtime_reconcile_panics_total).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RecoverPanic: new(true)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.opts.Workers, RecoverPanic: new(true), NeedLeaderElection: &leaderOnly}).
 		Complete(r)
 }
 
@@ -162,6 +175,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fc.DeletionTimestamp.IsZero() {
 		r.forget(fc.Name)
 		return reconcile.Result{}, nil
+	}
+	if r.opts.Serves != nil && !r.opts.Serves(fc) {
+		// Another replica probes it; this one keeps no clients of it.
+		// Serving it again brings a visit, and so does the next period.
+		r.cache.Remove(fc.Name)
+		r.resetHistory(fc.Name)
+		return reconcile.Result{RequeueAfter: r.opts.Period}, nil
 	}
 	obs, wait, err := r.observe(ctx, fc)
 	if err != nil || wait > 0 {

@@ -37,6 +37,8 @@ type applier struct {
 	health *copyhealth.Evaluator
 	// dryRun is set when the applier writes nothing (Previewer).
 	dryRun *dryRunner
+	// shard is this replica's share of the clusters; nil: all of them.
+	shard Shard
 }
 
 // syncInput is what every cluster's sync of one resource shares.
@@ -163,12 +165,23 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 			results[i] = clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForDependencies, message: msg, waiting: true, pending: true}
 			continue
 		}
-		if fc := set[name]; isPull(fc) && a.agent == nil {
+		fc := set[name]
+		release, held := hold(a.shard, name)
+		if !held && a.agent == nil {
+			fc = markedElsewhere(fc) // handed to another replica since the sync listed the clusters
+		}
+		if isPull(fc) && a.agent == nil {
+			if held {
+				release()
+			}
 			prev, recorded := in.previous[name]
 			results[i] = scrubbed(reportedByAgent(name, fc, prev, recorded, in.versionsOf(name)), a.scrubberOf(in.fed))
 			continue
 		}
-		wg.Go(func() { results[i] = a.syncTarget(ctx, in, name, set[name]) })
+		wg.Go(func() {
+			defer release()
+			results[i] = a.syncTarget(ctx, in, name, fc)
+		})
 	}
 	wg.Wait()
 	return results
@@ -183,11 +196,18 @@ func (a *applier) removeUnplaced(ctx context.Context, fed *unstructured.Unstruct
 		if slices.Contains(placed, name) {
 			continue
 		}
+		release, held := hold(a.shard, name)
+		if !held {
+			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
+				message: fmt.Sprintf("removal pending: cluster %s was handed to another controller-manager replica, which deletes the copy", name)})
+			continue
+		}
+		release()
 		if isPull(set[name]) {
 			// The CPV tells its agent to delete the copy (spec.removals);
 			// the agent does, then removes its entry.
 			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
-				message: fmt.Sprintf("removal pending: waiting for the agent of Pull cluster %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", name)})
+				message: fmt.Sprintf("removal pending: waiting for %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", writer(name, set[name]))})
 			continue
 		}
 		if done, failed := a.deleteCopy(ctx, fed, cpv, name, set[name]); !done {

@@ -68,6 +68,9 @@ type Options struct {
 	// federation controller sets each kind's spec.healthRules on it. Nil:
 	// no health is recorded.
 	Health *copyhealth.Evaluator
+	// Shard is this replica's share of the Push clusters when replicas
+	// share them; nil: this process writes every Push cluster.
+	Shard Shard
 }
 
 // DefaultOptions are the defaults of the controller-manager's and the
@@ -113,6 +116,9 @@ type Controller struct {
 	// synced is set once the host informer of the federated type has
 	// listed them all: the controller then works.
 	synced atomic.Bool
+	// sharesInformer: other controllers of the type use its host informer
+	// (the controllers of each cluster a replica serves), which stays.
+	sharesInformer bool
 }
 
 // New returns the propagation controller of typ.
@@ -140,13 +146,28 @@ func NewAgent(mgr manager.Manager, typ Type, member *clustercache.Member, fieldM
 	return newController(mgr, newReconciler(mgr, typ, opts, agent), "agent-"+typ.Name)
 }
 
+// NewServed returns the controller of typ that writes member, a Push
+// cluster this controller-manager replica serves while another replica
+// leads (opts.Shard says which): it syncs it with the agent's code, from
+// the CPVs the leader writes, and writes that cluster's entry of each CPV
+// as ClusterFieldManager.
+func NewServed(mgr manager.Manager, typ Type, member *clustercache.Member, opts Options) (*Controller, error) {
+	served := &agentSide{cluster: member.Name, member: member, fieldManager: ClusterFieldManager(member.Name), host: mgr.GetAPIReader(), own: &ownLabels{}}
+	c, err := newController(mgr, newReconciler(mgr, typ, opts, served), "served-"+typ.Name)
+	if err != nil {
+		return nil, err
+	}
+	c.sharesInformer = true
+	return c, nil
+}
+
 // newReconciler returns the reconciler of typ and the owners of its
 // stages; agent is nil on the host.
 func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide) *Reconciler {
 	r := &Reconciler{
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
 		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
-		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, maxWaiver: opts.MaxWaiver, agent: agent, health: opts.Health},
+		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, maxWaiver: opts.MaxWaiver, agent: agent, health: opts.Health, shard: opts.Shard},
 		record: &cpvStore{typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: opts.Namespace, now: time.Now, agent: agent},
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
 			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},
@@ -229,9 +250,12 @@ func (c *Controller) Start(ctx context.Context) error {
 	stopWatching()
 	<-watched
 	// The host informer of this federated type goes too, so that a
-	// disabled type costs nothing.
-	if rmErr := c.cache.RemoveInformer(context.Background(), c.typ.newFederated()); rmErr != nil && err == nil {
-		err = fmt.Errorf("removing the informer of %s: %w", c.typ.Federated.Kind, rmErr)
+	// disabled type costs nothing; unless the controllers of the replica's
+	// other clusters still use it.
+	if !c.sharesInformer {
+		if rmErr := c.cache.RemoveInformer(context.Background(), c.typ.newFederated()); rmErr != nil && err == nil {
+			err = fmt.Errorf("removing the informer of %s: %w", c.typ.Federated.Kind, rmErr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("the propagation controller of %s: %w", c.typ.Name, err)

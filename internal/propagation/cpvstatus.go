@@ -174,17 +174,36 @@ type ownWrites struct {
 	m  map[types.NamespacedName][]string
 }
 
-// removeLeftEntries removes from the CPV applied the entries of clusters
-// that have left the federation (joined does not have them): entries their
-// agents wrote, which no apply of the host's can remove. Each removal is
-// guarded by a test of the entry's cluster name.
-func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet) error {
+// removeLeftEntries removes from the CPV applied the entries that no apply
+// of the host's can remove, as another field manager owns them too: those
+// of clusters that have left the federation (joined does not have them),
+// which their agents wrote, and those of clusters the host writes itself
+// that its apply (own) left out, which a Pull cluster's agent or another
+// controller-manager replica wrote before the host took the cluster over.
+func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet, own []typesv1beta1.ClusterVersion) error {
+	stale := func(name string) bool {
+		fc, ok := joined[name]
+		if !ok {
+			return true
+		}
+		return !isPull(fc) && !slices.ContainsFunc(own, func(cv typesv1beta1.ClusterVersion) bool { return string(cv.ClusterName) == name })
+	}
+	if err := s.removeEntries(ctx, applied, stale); err != nil {
+		return fmt.Errorf("removing the entries of clusters that left, or that the host took over, from ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(applied), err)
+	}
+	return nil
+}
+
+// removeEntries removes from the CPV applied, with a JSON patch, the
+// entries of the clusters remove names, each guarded by a test of the
+// entry's cluster name; it writes nothing when there are none.
+func (s *cpvStore) removeEntries(ctx context.Context, applied *unstructured.Unstructured, remove func(cluster string) bool) error {
 	entries, _, _ := unstructured.NestedSlice(applied.Object, "status", "clusterVersions")
 	var ops []map[string]any
 	for i := len(entries) - 1; i >= 0; i-- {
 		e, _ := entries[i].(map[string]any)
 		name, _ := e["clusterName"].(string)
-		if _, ok := joined[name]; ok {
+		if !remove(name) {
 			continue
 		}
 		path := fmt.Sprintf("/status/clusterVersions/%d", i)
@@ -195,10 +214,10 @@ func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
-		return fmt.Errorf("encoding the removal of left clusters' entries: %w", err)
+		return fmt.Errorf("encoding the removal of entries: %w", err)
 	}
 	if err := s.client.Status().Patch(ctx, applied, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return fmt.Errorf("removing the entries of clusters that left from ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(applied), err)
+		return err
 	}
 	s.own.record(applied)
 	return nil

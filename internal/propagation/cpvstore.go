@@ -209,7 +209,7 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 		}
 		observeEnded(entryWithHistory(in.previous[string(cv.ClusterName)], unsent[cv.ClusterName]), cv)
 	}
-	if err := s.removeLeftEntries(ctx, applied, in.joined); err != nil {
+	if err := s.removeLeftEntries(ctx, applied, in.joined, own.ClusterVersions); err != nil {
 		return err
 	}
 	cpv.Status = next
@@ -300,6 +300,14 @@ func (s *cpvStore) writeAgentEntry(ctx context.Context, key types.NamespacedName
 		return fmt.Errorf("writing cluster %s's entry of ClusterPropagatedVersion %s: %w", s.agent.cluster, key, err)
 	}
 	s.own.record(applied)
+	if cv != nil {
+		return nil
+	}
+	// The entry stays when another field manager owns it too: the host,
+	// or the replica that served the cluster before.
+	if err := s.removeEntries(ctx, applied, func(name string) bool { return name == s.agent.cluster }); err != nil {
+		return fmt.Errorf("removing cluster %s's entry of ClusterPropagatedVersion %s: %w", s.agent.cluster, key, err)
+	}
 	return nil
 }
 

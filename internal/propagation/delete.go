@@ -77,7 +77,13 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 			}
 			continue
 		}
+		release, held := hold(r.opts.Shard, name)
+		if !held {
+			pending = append(pending, name) // handed to another replica since the listing
+			continue
+		}
 		done, failed := r.apply.deleteCopy(ctx, fed, cpv, name, set[name])
+		release()
 		// A cluster whose entry records no copy written there, and where
 		// the copies cannot be listed (a kind it does not serve, or no
 		// right to), holds nothing to delete.

@@ -13,13 +13,24 @@ import (
 	"github.com/fedwarden/fedwarden/internal/render"
 )
 
-// isPull tells whether fc is a Pull cluster: its agent, not the host,
-// writes to it and reports its own CPV entry.
+// isPull tells whether fc is written by another process than this one,
+// which reports its own CPV entry from what the CPV's spec tells it: a
+// Pull cluster, written by its agent, or a Push cluster another
+// controller-manager replica serves (servedElsewhere).
 func isPull(fc *corev1beta1.FederatedCluster) bool {
-	return fc != nil && fc.Spec.SyncMode == corev1beta1.SyncModePull
+	return fc != nil && (fc.Spec.SyncMode == corev1beta1.SyncModePull || fc.Annotations[servedElsewhere] != "")
 }
 
-// placesPull tells whether any of the placed clusters is a Pull cluster.
+// writer names who writes the cluster name (isPull) in messages.
+func writer(name string, fc *corev1beta1.FederatedCluster) string {
+	if fc != nil && fc.Annotations[servedElsewhere] != "" {
+		return fmt.Sprintf("the controller-manager replica serving cluster %s", name)
+	}
+	return fmt.Sprintf("the agent of Pull cluster %s", name)
+}
+
+// placesPull tells whether any of the placed clusters is written by
+// another process (isPull).
 func placesPull(placed []string, set clusterSet) bool {
 	return slices.ContainsFunc(placed, func(name string) bool { return isPull(set[name]) })
 }
@@ -43,7 +54,7 @@ func reportedByAgent(name string, fc *corev1beta1.FederatedCluster, prev typesv1
 		return res
 	}
 	if ready := meta.FindStatusCondition(fc.Status.Conditions, corev1beta1.ClusterReady); ready == nil || ready.Status != metav1.ConditionTrue {
-		msg := fmt.Sprintf("the agent of Pull cluster %s is not reporting", name)
+		msg := fmt.Sprintf("%s is not reporting", writer(name, fc))
 		if ready != nil {
 			msg += fmt.Sprintf(" (%s: %s)", ready.Reason, ready.Message)
 		}
@@ -54,11 +65,11 @@ func reportedByAgent(name string, fc *corev1beta1.FederatedCluster, prev typesv1
 	}
 	switch {
 	case !recorded:
-		return waiting(fmt.Sprintf("waiting for the agent of Pull cluster %s to apply template version %s, override version %s", name, v.Template, v.Override))
+		return waiting(fmt.Sprintf("waiting for %s to apply template version %s, override version %s", writer(name, fc), v.Template, v.Override))
 	case prev.TemplateVersion != v.Template || prev.OverrideVersion != v.Override:
 		if prev.State == typesv1beta1.InSync {
-			return waiting(fmt.Sprintf("waiting for the agent of Pull cluster %s to apply template version %s, override version %s (it reports %s, %s)",
-				name, v.Template, v.Override, orNone(prev.TemplateVersion), orNone(prev.OverrideVersion)))
+			return waiting(fmt.Sprintf("waiting for %s to apply template version %s, override version %s (it reports %s, %s)",
+				writer(name, fc), v.Template, v.Override, orNone(prev.TemplateVersion), orNone(prev.OverrideVersion)))
 		}
 	}
 	return res

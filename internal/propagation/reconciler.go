@@ -313,7 +313,7 @@ func (r *Reconciler) listClusters(ctx context.Context) (clusterSet, []corev1beta
 	for i := range list.Items {
 		set[list.Items[i].Name] = &list.Items[i]
 	}
-	return set, list.Items, nil
+	return r.shardView(set), list.Items, nil
 }
 
 // jittered spreads periodic resyncs over a tenth of the period, so that

@@ -57,6 +57,7 @@ type Reconciler struct {
 	readOnly bool
 
 	started chan struct{}   // closed once the manager's context is known
+	after   <-chan struct{} // Start waits for it (StartAfter); nil: no wait
 	baseCtx context.Context // the manager's context: controllers run under it
 	// died tells the controller which FederatedTypeConfig's propagation
 	// controller stopped by itself, so that its status says so at once.
@@ -121,9 +122,56 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
+// Run runs the reconciler outside the manager's runnables until ctx ends:
+// a controller of its own on the manager's cache of FederatedTypeConfigs,
+// and the propagation controllers it starts. Use it for an agent
+// reconciler (NewAgentReconciler) whose life is shorter than the
+// manager's, such as the syncs of a cluster a controller-manager replica
+// serves for a while; name names its controller in logs and metrics.
+func (r *Reconciler) Run(ctx context.Context, name string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	c, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
+		Reconciler: r, SkipNameValidation: new(true), RecoverPanic: new(true), Logger: r.mgr.GetLogger().WithName(name),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the controller %s: %w", name, err)
+	}
+	sources := []source.TypedSource[reconcile.Request]{
+		source.Kind(r.mgr.GetCache(), &corev1beta1.FederatedTypeConfig{}, &handler.TypedEnqueueRequestForObject[*corev1beta1.FederatedTypeConfig]{}),
+		source.Channel(r.died, &handler.EnqueueRequestForObject{}),
+	}
+	for _, src := range sources {
+		if err := c.Watch(src); err != nil {
+			return fmt.Errorf("watching for the controller %s: %w", name, err)
+		}
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = r.Start(ctx) // stops the propagation controllers when ctx ends
+	}()
+	err = c.Start(ctx)
+	cancel()
+	<-stopped
+	return err
+}
+
+// StartAfter makes Start wait for ready to close before any propagation
+// controller starts: the leader's wait for the syncs it ran as a replica
+// to stop, so that no cluster has two writers in one process.
+func (r *Reconciler) StartAfter(ready <-chan struct{}) { r.after = ready }
+
 // Start keeps the manager's context for the propagation controllers and
 // stops them all when it ends.
 func (r *Reconciler) Start(ctx context.Context) error {
+	if r.after != nil {
+		select {
+		case <-r.after:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	r.baseCtx = ctx
 	close(r.started)
 	<-ctx.Done()

@@ -38,6 +38,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 	"github.com/fedwarden/fedwarden/internal/scheduler/capacitysource"
 	"github.com/fedwarden/fedwarden/internal/scheme"
+	"github.com/fedwarden/fedwarden/internal/shard"
 	"github.com/fedwarden/fedwarden/internal/streams"
 	"github.com/fedwarden/fedwarden/internal/typeconfig"
 )
@@ -51,7 +52,11 @@ type options struct {
 	probeAddr  string
 	pprofAddr  string
 	// dependencies runs the dependencies stage (--propagate-dependencies).
-	dependencies   bool
+	dependencies bool
+	// shareClusters makes the replicas share the Push clusters
+	// (--share-clusters), with the shard's timings.
+	shareClusters  bool
+	shard          shard.Options
 	leaderElect    bool
 	leaderElectID  string
 	hostQPS        float32
@@ -84,6 +89,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		propagation: propagation.DefaultOptions(),
 		breaker:     clustercache.DefaultBreakerOptions(),
 		notify:      notify.DefaultOptions(),
+		shard:       shard.DefaultOptions(),
 		zap:         zap.Options{DestWriter: s.ErrOut},
 	}
 	cmd := cmdline.Setup(&cobra.Command{
@@ -129,6 +135,12 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof endpoints (CPU and heap profiles), unauthenticated: bind it to 127.0.0.1 only; 0 (the default) disables them")
 	f.BoolVar(&o.leaderElect, "leader-elect", true, "elect a leader among replicas with a Lease, so that only one works at a time")
 	f.StringVar(&o.health.Identity, "replica-name", "", "this replica's name, shown in the status.servedBy of the clusters it serves (default: $POD_NAME, which the Helm chart sets, or the host name)")
+	f.BoolVar(&o.shareClusters, "share-clusters", false, "share the Push member clusters among the replicas: each announces itself with a Lease (fedwarden-replica-NAME) in the control-plane namespace, "+
+		"and serves the clusters that consistent hashing over the live replicas gives it: it probes them, writes their copies and their CPV entries; the leader places every resource; "+
+		"a replica that stops renewing its Lease has its clusters taken over after --replica-lease-duration (docs/operations.md); needs --leader-elect")
+	f.DurationVar(&o.shard.LeaseDuration, "replica-lease-duration", o.shard.LeaseDuration, "with --share-clusters: how long the others wait after a replica's last renewal before they take its clusters over")
+	f.DurationVar(&o.shard.RenewDeadline, "replica-renew-deadline", o.shard.RenewDeadline, "with --share-clusters: how long a replica keeps serving its clusters without a successful renewal of its Lease")
+	f.DurationVar(&o.shard.RetryPeriod, "replica-retry-period", o.shard.RetryPeriod, "with --share-clusters: how often a replica renews its Lease")
 	f.StringVar(&o.leaderElectID, "leader-election-id", "fedwarden-controller-manager", "name of the leader-election Lease")
 	f.Float32Var(&o.hostQPS, "kube-api-qps", 500, "queries per second towards the host API server")
 	f.IntVar(&o.hostBurst, "kube-api-burst", 1000, "burst of queries towards the host API server")
@@ -182,6 +194,15 @@ func (o *options) validate() error {
 	}
 	if err := o.health.Validate(); err != nil {
 		return fmt.Errorf("cluster health flags: %w", err)
+	}
+	if o.shareClusters {
+		if !o.leaderElect {
+			return fmt.Errorf("--share-clusters needs --leader-elect: one replica, the leader, places the resources")
+		}
+		o.shard.Namespace, o.shard.Identity = o.namespace, o.health.Identity
+		if err := o.shard.Validate(); err != nil {
+			return fmt.Errorf("--share-clusters: %w", err)
+		}
 	}
 	o.propagation.Namespace = o.namespace
 	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 {
@@ -273,11 +294,18 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 		Log:       ctrl.Log.WithName("egress"),
 		Breaker:   o.breaker,
 	})
+	var federation *typeconfig.Reconciler
+	sharing, err := setupSharing(mgr, members, o, func() *typeconfig.Reconciler { return federation })
+	if err != nil {
+		return err
+	}
 	health := clusterhealth.NewReconciler(mgr.GetClient(), members, mgr.GetEventRecorder(clusterhealth.ControllerName), o.health)
 	if err := health.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", clusterhealth.ControllerName, err)
 	}
-	var federation *typeconfig.Reconciler
+	if sharing != nil {
+		sharing.health = health
+	}
 	capacity := capacitysource.New(members, capacitysource.Options{
 		OnChange: func(cluster string) { federation.ResyncAll(cluster) },
 		Debounce: o.capacityDelay,
@@ -297,6 +325,11 @@ func setupControllers(mgr ctrl.Manager, o *options) error {
 		return err
 	}
 	federation = typeconfig.NewReconciler(mgr, members, o.propagation)
+	if sharing != nil {
+		if err := sharing.start(mgr, members, o.propagation, federation); err != nil {
+			return err
+		}
+	}
 	if err := federation.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the %s controller: %w", typeconfig.ControllerName, err)
 	}
