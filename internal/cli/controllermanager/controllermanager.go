@@ -137,7 +137,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.health.Identity, "replica-name", "", "this replica's name, shown in the status.servedBy of the clusters it serves (default: $POD_NAME, which the Helm chart sets, or the host name)")
 	f.BoolVar(&o.shareClusters, "share-clusters", false, "share the Push member clusters among the replicas: each announces itself with a Lease (fedwarden-replica-NAME) in the control-plane namespace, "+
 		"and serves the clusters that consistent hashing over the live replicas gives it: it probes them, writes their copies and their CPV entries; the leader places every resource; "+
-		"a replica that stops renewing its Lease has its clusters taken over after --replica-lease-duration (docs/operations.md); needs --leader-elect")
+		"a replica that stops renewing its Lease has its clusters taken over after --replica-lease-duration (docs/sharding.md); needs --leader-elect")
 	f.DurationVar(&o.shard.LeaseDuration, "replica-lease-duration", o.shard.LeaseDuration, "with --share-clusters: how long the others wait after a replica's last renewal before they take its clusters over")
 	f.DurationVar(&o.shard.RenewDeadline, "replica-renew-deadline", o.shard.RenewDeadline, "with --share-clusters: how long a replica keeps serving its clusters without a successful renewal of its Lease")
 	f.DurationVar(&o.shard.RetryPeriod, "replica-retry-period", o.shard.RetryPeriod, "with --share-clusters: how often a replica renews its Lease")
