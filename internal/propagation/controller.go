@@ -168,7 +168,7 @@ func newReconciler(mgr manager.Manager, typ Type, opts Options, agent *agentSide
 		typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), opts: opts, agent: agent,
 		place:  &placer{typ: typ, client: mgr.GetClient(), scheduler: opts.Scheduler},
 		apply:  &applier{typ: typ, defaultRemediation: opts.DefaultRemediation, maxWaiver: opts.MaxWaiver, agent: agent, health: opts.Health, shard: opts.Shard},
-		record: &cpvStore{typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: opts.Namespace, now: time.Now, agent: agent},
+		record: &cpvStore{typ: typ, client: mgr.GetClient(), reader: mgr.GetAPIReader(), namespace: opts.Namespace, now: time.Now, agent: agent, sharing: opts.Shard != nil},
 		report: &reporter{typ: typ, client: mgr.GetClient(), recorder: mgr.GetEventRecorder("fedwarden-propagation"),
 			drifted: newDriftGauge(typ.Federated.Kind), now: time.Now, driftNotifier: opts.DriftNotifier},
 	}

@@ -178,15 +178,15 @@ type ownWrites struct {
 // of the host's can remove, as another field manager owns them too: those
 // of clusters that have left the federation (joined does not have them),
 // which their agents wrote, and those of clusters the host writes itself
-// that its apply (own) left out, which a Pull cluster's agent or another
-// controller-manager replica wrote before the host took the cluster over.
-func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet, own []typesv1beta1.ClusterVersion) error {
+// that the sync reported nothing of (reported is false): an entry a Pull
+// cluster's agent, or a controller-manager replica, wrote before the host
+// took the cluster over, or one of a cluster whose copy the host removed
+// while replicas share the clusters (each entry then has its cluster's
+// field manager).
+func (s *cpvStore) removeLeftEntries(ctx context.Context, applied *unstructured.Unstructured, joined clusterSet, reported func(cluster string) bool) error {
 	stale := func(name string) bool {
 		fc, ok := joined[name]
-		if !ok {
-			return true
-		}
-		return !isPull(fc) && !slices.ContainsFunc(own, func(cv typesv1beta1.ClusterVersion) bool { return string(cv.ClusterName) == name })
+		return !ok || (!isPull(fc) && !reported(name))
 	}
 	if err := s.removeEntries(ctx, applied, stale); err != nil {
 		return fmt.Errorf("removing the entries of clusters that left, or that the host took over, from ClusterPropagatedVersion %s: %w", client.ObjectKeyFromObject(applied), err)

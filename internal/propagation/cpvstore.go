@@ -34,7 +34,10 @@ type cpvStore struct {
 	now       func() time.Time
 	// agent is set when the store runs in a Pull cluster's agent.
 	agent *agentSide
-	own   ownWrites
+	// sharing: replicas share the clusters, and each entry is applied as
+	// its cluster's field manager (ClusterFieldManager), whoever writes it.
+	sharing bool
+	own     ownWrites
 	// unsent are the ended episodes whose status write failed.
 	unsent unsentEpisodes
 }
@@ -197,22 +200,54 @@ func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPro
 	}
 	own := next.DeepCopy()
 	own.ClusterVersions = slices.DeleteFunc(own.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return agents[string(cv.ClusterName)] })
+	entries := own.ClusterVersions
+	if s.sharing {
+		if err := s.applyEntries(ctx, key, current.ClusterVersions, entries); err != nil {
+			s.keepUnwritten(key, cpv.Status, *own)
+			return err
+		}
+		own.ClusterVersions = nil
+	}
 	applied, err := applyCPVStatus(ctx, s.client, key, own, FieldManager)
 	if err != nil {
 		s.keepUnwritten(key, cpv.Status, *own)
 		return fmt.Errorf("writing the status of ClusterPropagatedVersion %s: %w", key, err)
 	}
 	s.own.record(applied)
-	for _, cv := range own.ClusterVersions {
+	for _, cv := range entries {
 		for _, ep := range unsent[cv.ClusterName] {
 			observeEpisode(cv.ClusterName, ep)
 		}
 		observeEnded(entryWithHistory(in.previous[string(cv.ClusterName)], unsent[cv.ClusterName]), cv)
 	}
-	if err := s.removeLeftEntries(ctx, applied, in.joined, own.ClusterVersions); err != nil {
+	reported := func(name string) bool {
+		return agents[name] || slices.ContainsFunc(entries, func(cv typesv1beta1.ClusterVersion) bool { return string(cv.ClusterName) == name })
+	}
+	if err := s.removeLeftEntries(ctx, applied, in.joined, reported); err != nil {
 		return err
 	}
 	cpv.Status = next
+	return nil
+}
+
+// applyEntries applies each entry of entries that differs from current as
+// its cluster's field manager: when replicas share the clusters, an entry
+// keeps one owner whichever replica writes its cluster, so that a cluster
+// handed from the leader to another replica keeps its entry, ledger
+// included (the host's own apply then omits the entries).
+func (s *cpvStore) applyEntries(ctx context.Context, key types.NamespacedName, current, entries []typesv1beta1.ClusterVersion) error {
+	for _, cv := range entries {
+		i := slices.IndexFunc(current, func(c typesv1beta1.ClusterVersion) bool { return c.ClusterName == cv.ClusterName })
+		if i >= 0 && equality.Semantic.DeepEqual(current[i], cv) {
+			continue
+		}
+		st := &typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{cv}}
+		applied, err := applyCPVStatus(ctx, s.client, key, st, ClusterFieldManager(string(cv.ClusterName)))
+		if err != nil {
+			return fmt.Errorf("writing cluster %s's entry of ClusterPropagatedVersion %s: %w", cv.ClusterName, key, err)
+		}
+		s.own.record(applied)
+	}
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
@@ -30,8 +32,10 @@ const replicaLease = 6 * time.Second
 // not the leader is killed with SIGKILL: its clusters are taken over by
 // the others after its Lease lapses, the takeover writes nothing to copies
 // that are already right, and a change made afterwards reaches every
-// cluster. This test kills a controller-manager, so it has a bed of its
-// own.
+// cluster. The replica comes back and gets clusters again, writing nothing
+// to their copies. Then the leader is killed: another leads, and a change
+// reaches every cluster. This test kills controller-managers, so it has a
+// bed of its own.
 func TestReplicasShareTheMembers(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
@@ -59,6 +63,26 @@ func TestReplicasShareTheMembers(t *testing.T) {
 	ns := testNamespace(t, host)
 	createObject(t, host, newFederatedDeployment(t, ns, "web", 1, placedOn(names...)))
 	waitForCPV(t, host, ns, "deployment-web", "1", "1", names...)
+	// A hand edit in every member, healed by whoever serves it, leaves an
+	// episode in each cluster's entry: the drift ledger must survive every
+	// handover below.
+	for _, name := range names {
+		d := &appsv1.Deployment{}
+		if err := bed.Members[name].Get(t.Context(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+			t.Fatal(err)
+		}
+		d.Spec.Replicas = new(int32(3))
+		if err := bed.Members[name].Update(t.Context(), d); err != nil {
+			t.Fatalf("editing the copy in %s: %v", name, err)
+		}
+	}
+	poll.Eventually(t, 60*time.Second, "each cluster's hand edit to be healed and in its entry's ledger", func(ctx context.Context) (bool, string) {
+		cpv, err := cpvOf(ctx, host, ns, "deployment-web")
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(ledgers(cpv)) == len(names), fmt.Sprintf("clusters with a healed episode: %v", ledgers(cpv))
+	})
 	before := copyVersions(t, bed, ns, "web", names)
 
 	// Kill a replica that serves clusters and does not lead.
@@ -101,17 +125,67 @@ func TestReplicasShareTheMembers(t *testing.T) {
 
 	// A change made afterwards reaches every cluster.
 	patchFederated(t, host, ns, "web", setImage(t, "nginx:1.28"))
-	poll.Eventually(t, 90*time.Second, "nginx:1.28 to reach every member", func(ctx context.Context) (bool, string) {
-		var lagging []string
-		for _, name := range names {
-			d := &appsv1.Deployment{}
-			if err := bed.Members[name].Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil || d.Spec.Template.Spec.Containers[0].Image != "nginx:1.28" {
-				lagging = append(lagging, name)
-			}
-		}
-		return len(lagging) == 0, fmt.Sprintf("not yet at nginx:1.28: %v", lagging)
-	})
+	imageEverywhere(t, bed, ns, "web", "nginx:1.28", names)
 	waitForCPV(t, host, ns, "deployment-web", "2", "1", names...)
+
+	// The killed replica comes back: clusters move to it, with no gap in
+	// which a cluster is not served, and no write to the copies.
+	before = copyVersions(t, bed, ns, "web", names)
+	replicas[victim] = startControllerManager(t, bed, steadyProbes, args(victim)...)
+	rejoined := waitForServers(t, bed, names, slices.Collect(maps.Keys(replicas)), 3)
+	t.Logf("after %s came back: served by %v", victim, rejoined)
+	waitForCPV(t, host, ns, "deployment-web", "2", "1", names...)
+	time.Sleep(2 * replicaLease)
+	if now := copyVersions(t, bed, ns, "web", names); !maps.Equal(now, before) {
+		t.Errorf("copies written when %s came back: UID/resourceVersion %v, want them as before %v", victim, now, before)
+	}
+
+	// The leader is killed: another replica leads (after the leader
+	// election's Lease), stops the syncs it ran as a replica, and places.
+	var leader string
+	for name, cm := range replicas {
+		if status, _ := cm.leaderStatus(t.Context()); status == 1 {
+			leader = name
+		}
+	}
+	if leader == "" {
+		t.Fatal("no replica leads")
+	}
+	if err := replicas[leader].kill(); err != nil {
+		t.Fatal(err)
+	}
+	delete(replicas, leader)
+	poll.Eventually(t, 90*time.Second, "another replica to lead", func(ctx context.Context) (bool, string) {
+		var says []string
+		for name, cm := range replicas {
+			status, said := cm.leaderStatus(ctx)
+			if status == 1 {
+				return true, name + " leads"
+			}
+			says = append(says, name+": "+said)
+		}
+		return false, strings.Join(says, "; ")
+	})
+	waitForServers(t, bed, names, slices.Collect(maps.Keys(replicas)), 2)
+	patchFederated(t, host, ns, "web", setImage(t, "nginx:1.29"))
+	imageEverywhere(t, bed, ns, "web", "nginx:1.29", names)
+	cpv := waitForCPV(t, host, ns, "deployment-web", "3", "1", names...)
+	if got := ledgers(cpv); len(got) != len(names) {
+		t.Errorf("after the handovers, the clusters whose entry keeps its drift episode are %v, want all of %v", got, names)
+	}
+}
+
+// ledgers returns the clusters whose CPV entry is InSync and records at
+// least one drift episode.
+func ledgers(cpv *typesv1beta1.ClusterPropagatedVersion) []string {
+	var out []string
+	for _, cv := range cpv.Status.ClusterVersions {
+		if cv.State == typesv1beta1.InSync && len(cv.DriftHistory) > 0 {
+			out = append(out, string(cv.ClusterName))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // waitForServers waits until every cluster of names is Ready and names in
@@ -164,4 +238,13 @@ func copyVersions(t *testing.T, bed *fedtest.Bed, namespace, name string, names 
 		out[member] = string(d.UID) + "/" + d.ResourceVersion
 	}
 	return out
+}
+
+// imageEverywhere waits until the Deployment name runs image in every
+// member of names.
+func imageEverywhere(t *testing.T, bed *fedtest.Bed, namespace, name, image string, names []string) {
+	t.Helper()
+	for _, member := range names {
+		waitForImage(t, bed.Members[member], namespace, name, image)
+	}
 }

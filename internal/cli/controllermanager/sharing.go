@@ -2,7 +2,10 @@ package controllermanager
 
 import (
 	"fmt"
+	"os"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -38,6 +41,7 @@ func setupSharing(mgr ctrl.Manager, members *clustercache.Cache, o *options, fed
 	}
 	s := &sharing{}
 	opts := o.shard
+	opts.Owner = podOwner(o.namespace, opts.Identity)
 	opts.OnChange = func(cluster string, _ bool) {
 		if s.health != nil {
 			s.health.Visit(cluster)
@@ -75,6 +79,19 @@ func (s *sharing) start(mgr ctrl.Manager, members *clustercache.Cache, opts prop
 	}
 	federation.StartAfter(s.runner.HandedOff())
 	return nil
+}
+
+// podOwner is this replica's Pod as the owner of its Lease, when the
+// chart's downward API names it ($POD_NAME, $POD_UID, $POD_NAMESPACE), the
+// Pod is the replica named identity, and it runs in the Lease's namespace
+// (an owner must be in the same namespace); nil otherwise: the Lease then
+// stays after the replica is gone, and counts for nothing.
+func podOwner(namespace, identity string) *metav1.OwnerReference {
+	name, uid := os.Getenv("POD_NAME"), os.Getenv("POD_UID")
+	if name == "" || uid == "" || name != identity || os.Getenv("POD_NAMESPACE") != namespace {
+		return nil
+	}
+	return &metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: name, UID: types.UID(uid)}
 }
 
 // leads tells whether this replica has been elected leader.
