@@ -42,11 +42,13 @@ type agentSide struct {
 // fed is deleted; otherwise, notably when the CPV is missing from the
 // agent's cache, nothing.
 func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstructured) (reconcile.Result, error) {
-	release, ok := hold(r.opts.Shard, r.agent.cluster)
-	if !ok {
-		return reconcile.Result{}, nil // another replica serves the cluster now, and syncs fed there
+	if shard := r.opts.Shard; shard != nil {
+		release, ok := shard.Acquire(r.agent.cluster)
+		if !ok {
+			return reconcile.Result{}, nil // another replica serves the cluster now, and syncs fed there
+		}
+		defer release()
 	}
-	defer release()
 	// The agent's cache holds only the CPVs labelled for its cluster.
 	cpv, err := r.record.get(ctx, fed)
 	if err != nil {

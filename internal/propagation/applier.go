@@ -166,14 +166,13 @@ func (a *applier) syncAll(ctx context.Context, in *syncInput, placed []string, s
 			continue
 		}
 		fc := set[name]
-		release, held := hold(a.shard, name)
-		if !held && a.agent == nil {
-			fc = markedElsewhere(fc) // handed to another replica since the sync listed the clusters
+		release, held := func() {}, true
+		if !isPull(fc) && a.agent == nil {
+			if release, held = hold(a.shard, name, fc); !held {
+				fc = markedElsewhere(fc) // handed to another replica since the sync listed the clusters
+			}
 		}
 		if isPull(fc) && a.agent == nil {
-			if held {
-				release()
-			}
 			prev, recorded := in.previous[name]
 			results[i] = scrubbed(reportedByAgent(name, fc, prev, recorded, in.versionsOf(name)), a.scrubberOf(in.fed))
 			continue
@@ -196,13 +195,6 @@ func (a *applier) removeUnplaced(ctx context.Context, fed *unstructured.Unstruct
 		if slices.Contains(placed, name) {
 			continue
 		}
-		release, held := hold(a.shard, name)
-		if !held {
-			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
-				message: fmt.Sprintf("removal pending: cluster %s was handed to another controller-manager replica, which deletes the copy", name)})
-			continue
-		}
-		release()
 		if isPull(set[name]) {
 			// The CPV tells its agent to delete the copy (spec.removals);
 			// the agent does, then removes its entry.
@@ -210,7 +202,15 @@ func (a *applier) removeUnplaced(ctx context.Context, fed *unstructured.Unstruct
 				message: fmt.Sprintf("removal pending: waiting for %s to delete its copy, as spec.removals of the ClusterPropagatedVersion tells it", writer(name, set[name]))})
 			continue
 		}
-		if done, failed := a.deleteCopy(ctx, fed, cpv, name, set[name]); !done {
+		release, held := hold(a.shard, name, set[name])
+		if !held {
+			pending = append(pending, clusterResult{name: name, reason: typesv1beta1.ClusterWaitingForAgent, state: cv.State, fromAgent: true, entry: &cv, pending: true,
+				message: fmt.Sprintf("removal pending: cluster %s was handed to another controller-manager replica, which deletes the copy", name)})
+			continue
+		}
+		done, failed := a.deleteCopy(ctx, fed, cpv, name, set[name])
+		release()
+		if !done {
 			pending = append(pending, *failed)
 		}
 	}

@@ -77,7 +77,7 @@ func (r *Reconciler) deleteAllCopies(ctx context.Context, fed *unstructured.Unst
 			}
 			continue
 		}
-		release, held := hold(r.opts.Shard, name)
+		release, held := hold(r.opts.Shard, name, set[name])
 		if !held {
 			pending = append(pending, name) // handed to another replica since the listing
 			continue

@@ -45,14 +45,15 @@ func (r *Reconciler) shardView(set clusterSet) clusterSet {
 	return view
 }
 
-// hold holds cluster across a write to it (Shard.Acquire); without a
-// shard every cluster is held at once. A false ok means another replica
-// serves the cluster now: nothing is written to it.
-func hold(shard Shard, cluster string) (release func(), ok bool) {
-	if shard == nil {
+// hold holds the Push cluster name (fc; nil when it left the federation)
+// across a write to it (Shard.Acquire). Without a shard, and for a cluster
+// that left, which no replica serves, it is held at once. A false ok means
+// another replica serves the cluster now: nothing is written to it.
+func hold(shard Shard, name string, fc *corev1beta1.FederatedCluster) (release func(), ok bool) {
+	if shard == nil || fc == nil {
 		return func() {}, true
 	}
-	return shard.Acquire(cluster)
+	return shard.Acquire(name)
 }
 
 // markedElsewhere is a copy of fc marked servedElsewhere.
