@@ -369,8 +369,8 @@ func TestDeployment(t *testing.T) {
 	find(t, objs, "Deployment", &d)
 	var sa corev1.ServiceAccount
 	find(t, objs, "ServiceAccount", &sa)
-	if d.Spec.Replicas == nil || *d.Spec.Replicas != 3 {
-		t.Errorf("replicas = %v, want 3, sharing the members", d.Spec.Replicas)
+	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", d.Spec.Replicas)
 	}
 	if d.Spec.Template.Spec.ServiceAccountName != sa.Name {
 		t.Errorf("the pods run as ServiceAccount %q, the chart creates %q", d.Spec.Template.Spec.ServiceAccountName, sa.Name)
@@ -383,7 +383,7 @@ func TestDeployment(t *testing.T) {
 		t.Errorf("image %s, want ghcr.io/fedwarden/fedwarden tagged with the appVersion %s", c.Image, appVersion(t))
 	}
 	for _, arg := range []string{"controller-manager", "--leader-elect", "--namespace=" + namespace, "--metrics-bind-address=:8443", "--metrics-secure",
-		"--health-probe-bind-address=:8081", "--default-remediation=Enforce", "--share-clusters"} {
+		"--health-probe-bind-address=:8081", "--default-remediation=Enforce"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %q lack %q", c.Args, arg)
 		}
