@@ -10,6 +10,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -77,8 +78,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !fed.GetDeletionTimestamp().IsZero() {
 		return r.reconcileDelete(ctx, fed)
 	}
-	return r.reconcileNormal(ctx, fed)
+	res, err := r.reconcileNormal(ctx, fed)
+	if apierrors.IsConflict(err) {
+		// A write guarded by a resourceVersion lost a race, most often
+		// with this controller's own previous write, which the cache had
+		// not shown yet: that is settled by syncing again from a cache
+		// that has caught up, soon, and without the backoff of an error,
+		// which grows with each race an object loses (when CPV entries of
+		// Pull clusters or other replicas arrive one by one).
+		ctrl.LoggerFrom(ctx).V(1).Info("Syncing again after a conflict", "error", err.Error())
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return res, err
 }
+
+// conflictRetry is how soon a sync that lost a race is run again.
+const conflictRetry = 100 * time.Millisecond
 
 // syncState is what one sync has learned so far, stage by stage: the
 // report stage writes it on every exit.
