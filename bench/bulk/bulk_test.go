@@ -18,6 +18,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ const (
 // params are a run's sizes, from the environment.
 type params struct {
 	n, members  int
+	replicas    int // controller-manager replicas; more than 1 share the members (--share-clusters)
 	kubefed     bool
 	lean        bool // members from localfed.WithLeanMembers
 	smoke       bool
@@ -54,13 +56,14 @@ type params struct {
 func paramsFromEnv(b *testing.B, membersEnv string, members int) params {
 	b.Helper()
 	p := params{
-		n:       envInt(b, "FEDWARDEN_BENCH_N", 1000),
-		members: envInt(b, membersEnv, members),
-		kubefed: envInt(b, "FEDWARDEN_BENCH_KUBEFED", 1) != 0,
-		smoke:   fedtest.Smoke(),
-		quiet:   200,
-		post:    50,
-		binDir:  os.Getenv("FEDWARDEN_BIN_DIR"),
+		n:        envInt(b, "FEDWARDEN_BENCH_N", 1000),
+		members:  envInt(b, membersEnv, members),
+		replicas: 1,
+		kubefed:  envInt(b, "FEDWARDEN_BENCH_KUBEFED", 1) != 0,
+		smoke:    fedtest.Smoke(),
+		quiet:    200,
+		post:     50,
+		binDir:   os.Getenv("FEDWARDEN_BIN_DIR"),
 	}
 	p.n = fedtest.BenchN(b, p.n, 20)
 	if p.smoke {
@@ -153,6 +156,28 @@ func BenchmarkManyMembers(b *testing.B) {
 	}
 }
 
+// BenchmarkSharedReplicas is BenchmarkManyMembers with
+// FEDWARDEN_BENCH_REPLICAS (default 3) controller-manager replicas that
+// share FEDWARDEN_BENCH_SHARED_MEMBERS (default 6) lean members
+// (--share-clusters): the bulk's time against the same run's minimum work,
+// each replica's memory, and that the replicas together write each copy
+// exactly once. Its figures are in bench/bulk/RESULTS.md, "Replicas that
+// share the members"; BenchmarkManyMembers with
+// FEDWARDEN_BENCH_MANY_MEMBERS=6 is the one-replica run to compare with.
+//
+//	go test ./bench/bulk/ -run '^$' -bench BenchmarkSharedReplicas -benchtime 1x -timeout 60m
+func BenchmarkSharedReplicas(b *testing.B) {
+	if testing.Short() {
+		b.Skip("needs real API servers")
+	}
+	p := paramsFromEnv(b, "FEDWARDEN_BENCH_SHARED_MEMBERS", 6)
+	p.kubefed, p.lean = false, true
+	p.replicas = envInt(b, "FEDWARDEN_BENCH_REPLICAS", 3)
+	for range b.N {
+		runBulk(b, p)
+	}
+}
+
 // runBulk runs one bulk as p says: Fedwarden, then KubeFed if p.kubefed.
 func runBulk(b *testing.B, p params) {
 	// Fedwarden's binary builds while the bed starts. In a smoke test,
@@ -216,8 +241,12 @@ type result struct {
 	system   string
 	converge time.Duration // first host write → every copy seen
 	load     time.Duration // the load client's N host creates
-	// KiB, at the moment the last copy appeared.
+	// KiB, at the moment the last copy appeared; of the replica with the
+	// highest peak when several share the members.
 	rss, peak, hostRSS, hostPeak int64
+	// replicaPeaks are each replica's peak RSS (KiB) when several share
+	// the members.
+	replicaPeaks []int64
 	// procs: every process the benchmark started, at the same moment (in
 	// a smoke run with KubeFed, KubeFed's bed too).
 	procs       processMemory
@@ -392,6 +421,9 @@ type system struct {
 	name string
 	bd   *bed
 	pid  int // the controller's process
+	// replicas are the processes of the replicas sharing the members,
+	// when there are several; pid is then ignored.
+	replicas []int
 	// afterBulk, if set, runs (in its own goroutine) the moment the last
 	// copy of the bulk appeared.
 	afterBulk func()
@@ -488,6 +520,13 @@ func (s *system) measure(b *testing.B, p params) result {
 		profiles.stop()
 	}
 	r.rss, r.peak = memory(b, s.pid)
+	for _, pid := range s.replicas {
+		rss, peak := memory(b, pid)
+		r.replicaPeaks = append(r.replicaPeaks, peak)
+		if peak >= slices.Max(r.replicaPeaks) {
+			r.rss, r.peak = rss, peak
+		}
+	}
 	hostPID, err := fedtest.APIServerPID(s.bd.fed.Host)
 	if err != nil {
 		b.Fatal(err)
@@ -543,7 +582,7 @@ func report(b *testing.B, p params, base baseline, results []result) {
 			r.converge.Seconds()/base.minimumWork.Seconds(), mib(r.peak), mib(r.rss), mib(r.hostRSS), mib(r.hostPeak)))
 		lat = append(lat, fmt.Sprintf("| %s | %s | %s | %s | %s |", r.system,
 			ms(fedtest.Percentile(r.quiet, .5)), ms(fedtest.Percentile(r.quiet, .99)), ms(fedtest.Percentile(r.post, .99)), ms(slices.Max(r.post))))
-		key := strings.ToLower(r.system)
+		key := metricKey(r.system)
 		b.ReportMetric(r.converge.Seconds(), key+"-s")
 		b.ReportMetric(r.load.Seconds(), key+"-load-s")
 		b.ReportMetric(r.converge.Seconds()/base.minimumWork.Seconds(), key+"-ratio")
@@ -552,6 +591,10 @@ func report(b *testing.B, p params, base baseline, results []result) {
 		b.ReportMetric(float64(r.hostRSS)/1024, key+"-host-rss-MiB")
 		b.ReportMetric(float64(r.procs.rss)/1024, key+"-all-processes-rss-MiB")
 		logf("%s: the processes the benchmark started, the moment the bulk's last copy appeared: %s", r.system, r.procs)
+		for i, peak := range r.replicaPeaks {
+			logf("%s: replica-%d peak RSS %s", r.system, i, mib(peak))
+			b.ReportMetric(float64(peak)/1024, fmt.Sprintf("%s-replica-%d-peak-rss-MiB", key, i))
+		}
 		b.ReportMetric(float64(fedtest.Percentile(r.quiet, .5).Microseconds())/1000, key+"-quiet-p50-ms")
 		b.ReportMetric(float64(fedtest.Percentile(r.quiet, .99).Microseconds())/1000, key+"-quiet-p99-ms")
 		b.ReportMetric(float64(fedtest.Percentile(r.post, .99).Microseconds())/1000, key+"-post-p99-ms")
@@ -562,4 +605,11 @@ func report(b *testing.B, p params, base baseline, results []result) {
 		p.n, p.members, qps, p.n*p.members, p.n, strings.Join(rows, "\n"))
 	logf("create latency, create → seen in all %d members (quiet n=%d, right after the bulk n=%d):\n| system | quiet p50 | quiet p99 | post-bulk p99 | post-bulk max |\n|---|---|---|---|---|\n%s",
 		p.members, p.quiet, p.post, strings.Join(lat, "\n"))
+}
+
+// metricKey is the prefix of a system's metrics: its name in lower case,
+// with a dash for each run of characters other than letters and digits.
+func metricKey(system string) string {
+	fields := strings.FieldsFunc(strings.ToLower(system), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.Join(fields, "-")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +30,15 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort)
 	settings := fedtest.SteadySettings
 	settings.Args = append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, strings.Fields(os.Getenv("FEDWARDEN_BENCH_ARGS"))...)
-	cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, settings)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cms := startReplicas(b, p, bin, bd, settings)
 	defer func() {
-		if err := cm.Stop(); err != nil {
-			b.Error(err)
+		for _, cm := range cms {
+			if err := cm.Stop(); err != nil {
+				b.Error(err)
+			}
 		}
 	}()
+	cm := cms[0]
 	for _, m := range bd.fed.Members {
 		r, err := fedtest.Run(ctx, bin, fedtest.JoinArgs(bd.fed, m, m.Name)...)
 		if err != nil || r.Code != 0 {
@@ -51,6 +52,12 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 
 	logf("Fedwarden runs, the members joined, Deployments enabled")
 	s := &system{name: "Fedwarden", bd: bd, pid: cm.PID()}
+	if p.replicas > 1 {
+		s.name = fmt.Sprintf("Fedwarden, %d replicas sharing the members", p.replicas)
+		for _, r := range cms {
+			s.replicas = append(s.replicas, r.PID())
+		}
+	}
 	if !p.smoke {
 		s.profileDir = b.TempDir()
 	}
@@ -60,18 +67,22 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 			logHeap(b, "Fedwarden's controller-manager heap, the moment the bulk's last copy appeared", pprofURL, s.profileDir)
 		}
 	}
-	before := memberWrites(b, cm)
+	before, hostBefore := memberWrites(b, cms), hostWrites(b, bd)
 	r := s.measure(b, p)
 	logQueueMetrics(b, "Fedwarden, after the latency right after the bulk", cm.MetricsURL)
 	copies := (1 + p.quiet + p.n + p.post) * p.members
-	writes := settledMemberWrites(b, cm) - before
+	writes := settledMemberWrites(b, cms) - before
+	objects := 1 + p.quiet + p.n + p.post
+	perObject := (hostWrites(b, bd)-hostBefore)/float64(objects) - 1 // its creation
+	logf("%s: %.2f host writes of Fedwarden's kinds per new object, beyond its creation", s.name, perObject)
+	b.ReportMetric(perObject, "host-writes-per-object")
 	logf("Fedwarden: %.0f member writes for %d copies (%.3f per copy)", writes, copies, writes/float64(copies))
 	b.ReportMetric(writes/float64(copies), "member-writes-per-copy")
 	if writes != float64(copies) {
 		b.Fatalf("Fedwarden made %.0f member writes for %d copies, want exactly one each", writes, copies)
 	}
 	time.Sleep(5 * time.Second) // a window for writes that should not come
-	if after := memberWrites(b, cm) - before; after != writes {
+	if after := memberWrites(b, cms) - before; after != writes {
 		b.Fatalf("Fedwarden made %.0f more member writes after every copy existed and its writes had settled", after-writes)
 	}
 	if !p.smoke {
@@ -82,11 +93,77 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	return base, r
 }
 
-// memberWrites is the controller-manager's apply writes to members so far.
-func memberWrites(b *testing.B, cm *fedtest.ControllerManager) float64 {
-	total, _, err := cm.Sum(context.Background(), "fedwarden_member_writes_total", `verb="apply"`)
+// startReplicas starts p.replicas controller-managers with settings, each
+// with --share-clusters and a name of its own when there are several (the
+// first alone keeps the pprof endpoint); the caller stops them.
+func startReplicas(b *testing.B, p params, bin string, bd *bed, settings fedtest.Settings) []*fedtest.ControllerManager {
+	var cms []*fedtest.ControllerManager
+	for i := range p.replicas {
+		s := settings
+		if p.replicas > 1 {
+			s.Args = append(slices.Clone(settings.Args), "--share-clusters", "--replica-name", fmt.Sprintf("replica-%d", i))
+			if i > 0 {
+				s.Args = withoutFlag(s.Args, "--pprof-bind-address")
+			}
+		}
+		cm, err := fedtest.StartControllerManager(bin, bd.fed, bd.dir, s)
+		if err != nil {
+			for _, started := range cms {
+				started.Kill()
+			}
+			b.Fatal(err)
+		}
+		cms = append(cms, cm)
+	}
+	return cms
+}
+
+// withoutFlag returns args without the flag name and its value.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		if args[i] == name {
+			i++ // its value
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
+}
+
+// hostWrites is the host API server's count of writes (every verb but
+// get, list and watch) to the kinds of types.kubefed.io so far: the
+// federated resources, their status and their CPVs.
+func hostWrites(b *testing.B, bd *bed) float64 {
+	raw, err := bd.hostKube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
 	if err != nil {
 		b.Fatal(err)
+	}
+	var total float64
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `group="types.kubefed.io"`) {
+			continue
+		}
+		if strings.Contains(line, `verb="GET"`) || strings.Contains(line, `verb="LIST"`) || strings.Contains(line, `verb="WATCH"`) {
+			continue
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &n); err == nil {
+			total += n
+		}
+	}
+	return total
+}
+
+// memberWrites is the controller-managers' apply writes to members so far.
+func memberWrites(b *testing.B, cms []*fedtest.ControllerManager) float64 {
+	var total float64
+	for _, cm := range cms {
+		n, _, err := cm.Sum(context.Background(), "fedwarden_member_writes_total", `verb="apply"`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += n
 	}
 	return total
 }
@@ -94,11 +171,11 @@ func memberWrites(b *testing.B, cm *fedtest.ControllerManager) float64 {
 // settledMemberWrites waits until the member writes have not moved for
 // three seconds (a member's watch can show an object before the controller
 // counted its write) and returns them.
-func settledMemberWrites(b *testing.B, cm *fedtest.ControllerManager) float64 {
-	last, still := memberWrites(b, cm), 0
+func settledMemberWrites(b *testing.B, cms []*fedtest.ControllerManager) float64 {
+	last, still := memberWrites(b, cms), 0
 	for still < 3 {
 		time.Sleep(time.Second)
-		now := memberWrites(b, cm)
+		now := memberWrites(b, cms)
 		if now == last {
 			still++
 			continue
