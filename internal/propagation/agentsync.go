@@ -45,7 +45,10 @@ func (r *Reconciler) reconcileAgent(ctx context.Context, fed *unstructured.Unstr
 	if shard := r.opts.Shard; shard != nil {
 		release, ok := shard.Acquire(r.agent.cluster)
 		if !ok {
-			return reconcile.Result{}, nil // another replica serves the cluster now, and syncs fed there
+			// Another replica serves the cluster now, and this run stops
+			// soon; or this replica's Lease renewal is late, and it
+			// serves the cluster again once renewed: look again then.
+			return reconcile.Result{RequeueAfter: time.Second}, nil
 		}
 		defer release()
 	}
