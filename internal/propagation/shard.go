@@ -1,6 +1,8 @@
 package propagation
 
 import (
+	"maps"
+
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 )
 
@@ -30,17 +32,32 @@ const servedElsewhere = "fedwarden.io/served-elsewhere"
 func ClusterFieldManager(cluster string) string { return "fedwarden-cluster-" + cluster }
 
 // shardView returns set with the Push clusters this replica does not serve
-// marked servedElsewhere; set itself when every cluster is its own.
+// marked servedElsewhere, and with the mark taken off any stored object
+// that carries it: the mark is this process's own note, and an annotation
+// someone wrote on a FederatedCluster must not make the host stop writing
+// the cluster. set itself when nothing is to mark or unmark.
 func (r *Reconciler) shardView(set clusterSet) clusterSet {
-	if r.opts.Shard == nil || r.agent != nil {
-		return set
-	}
-	view := make(clusterSet, len(set))
+	sharing := r.opts.Shard != nil && r.agent == nil
+	var view clusterSet
 	for name, fc := range set {
-		if fc.Spec.SyncMode != corev1beta1.SyncModePull && !r.opts.Shard.Serves(name) {
+		elsewhere := sharing && fc.Spec.SyncMode != corev1beta1.SyncModePull && !r.opts.Shard.Serves(name)
+		_, stored := fc.Annotations[servedElsewhere]
+		if !elsewhere && !stored {
+			continue
+		}
+		if view == nil {
+			view = maps.Clone(set)
+		}
+		if elsewhere {
 			fc = markedElsewhere(fc)
+		} else {
+			fc = fc.DeepCopy()
+			delete(fc.Annotations, servedElsewhere)
 		}
 		view[name] = fc
+	}
+	if view == nil {
+		return set
 	}
 	return view
 }

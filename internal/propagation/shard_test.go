@@ -58,6 +58,30 @@ func TestShardView(t *testing.T) {
 	}
 }
 
+// The mark is the sync's own: an annotation of its name stored on a
+// FederatedCluster does not make the host stop writing the cluster, with
+// or without a shard, and the stored object is left as it is.
+func TestAStoredMarkIsNotTrusted(t *testing.T) {
+	forged := joinedCluster("forged", corev1beta1.SyncModePush)
+	forged.Annotations = map[string]string{servedElsewhere: "true", "team": "pay"}
+	set := clusterSet{"forged": forged}
+	for name, r := range map[string]*Reconciler{
+		"without a shard":          {},
+		"with a shard that serves": {opts: Options{Shard: &servesOnly{names: map[string]bool{"forged": true}}}},
+	} {
+		view := r.shardView(set)
+		if isPull(view["forged"]) {
+			t.Errorf("%s: a Push cluster whose stored object carries %s is written elsewhere", name, servedElsewhere)
+		}
+		if view["forged"].Annotations["team"] != "pay" {
+			t.Errorf("%s: the other annotations were lost: %v", name, view["forged"].Annotations)
+		}
+	}
+	if forged.Annotations[servedElsewhere] != "true" {
+		t.Error("the listed object was changed")
+	}
+}
+
 // A write holds its cluster; a cluster another replica serves is not
 // held, and one that left the federation, which nobody serves, is held
 // without asking.
