@@ -86,10 +86,14 @@ func New(kube kubernetes.Interface, opts Options) (*Membership, error) {
 // SetClusters names the clusters the replicas share: every member cluster.
 // Call it whenever they change.
 func (m *Membership) SetClusters(clusters []string) {
+	clusters = unique(clusters)
 	m.mu.Lock()
-	m.clusters = unique(clusters)
+	same := slices.Equal(m.clusters, clusters)
+	m.clusters = clusters
 	m.mu.Unlock()
-	m.poke()
+	if !same {
+		m.poke() // the same clusters again change no assignment
+	}
 }
 
 // Serves reports whether this replica serves cluster now. Use it to skip
