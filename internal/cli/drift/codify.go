@@ -56,7 +56,8 @@ Codify reads the member with the credentials the host keeps for it, as
 'fedwarden diff' does, and writes the federated resource with your own
 identity in the host: you need get on the cluster's credential Secret and
 patch on the federated resource. A Pull cluster's copy cannot be read from
-the host. The write is refused if the resource changed since it was read.
+the host. The write is refused if the resource's spec changed since it was
+read (a report of the controller meanwhile is no reason).
 
 --dry-run asks the host's admission and prints what would be written, and
 writes nothing. A Secret's values are never printed. -o yaml or -o json

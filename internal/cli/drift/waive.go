@@ -49,7 +49,8 @@ applies again at once: Enforce heals the edit, Alert reports it.
 controller's flag of that name: the controller honours no waiver that
 expires later). --reason is required; --owner says who answers for it.
 Waive writes with your own identity in the host (patch on the federated
-resource), refused if the resource changed since it was read; the
+resource), refused if the resource's spec changed since it was read (a
+report of the controller meanwhile is no reason); the
 resource's other waivers are kept. --dry-run asks the host's admission and
 writes nothing.
 
