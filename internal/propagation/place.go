@@ -53,6 +53,21 @@ type targets struct {
 	// spread is the spread constraints the decision was made under, as the
 	// CPV records them.
 	spread *typesv1beta1.RecordedSpread
+	// failover is the failover stage's judgement; nil when the resource
+	// has no failover policy that applies.
+	failover *failoverState
+}
+
+// failedOverAt is when cluster failed over, as the CPV records it; nil
+// when it has not.
+func (t targets) failedOverAt(cluster string) *metav1.Time {
+	if t.failover == nil {
+		return nil
+	}
+	if at, ok := t.failover.at[cluster]; ok {
+		return &at
+	}
+	return nil
 }
 
 // replicasIn is cluster's entry of replicas, the scheduler's by cluster;
@@ -111,7 +126,7 @@ func (pl Placement) Scheduled() (ok bool, reason, message string) { return sched
 func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
 	out := make([]typesv1beta1.PlacedCluster, 0, len(t.names))
 	for _, name := range t.names {
-		out = append(out, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name), Replicas: replicasIn(t.replicas, name)})
+		out = append(out, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name), Replicas: replicasIn(t.replicas, name), FailedOverAt: t.failedOverAt(name)})
 	}
 	return out
 }
@@ -130,12 +145,15 @@ func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, s
 		return targets{}, nil, err
 	}
 	held := p.heldCopies(fed, cpv, clusters)
+	fo := judgeFailover(fed, spec.Placement.Failover, rsp != nil, cpv, clusters, time.Now())
 	d := p.scheduler.Schedule(scheduler.Input{
 		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
 		Previous: cpv.Spec.Clusters, Holding: held, Spread: cpv.Spec.Spread, Restriction: restriction,
+		FailedOver: fo.clusters(),
 	})
-	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage}
+	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage, failover: fo}
 	if d.Failure != nil {
+		t.failover = fo.undecided()
 		// Keep the last decision, and every joined cluster that holds a
 		// copy: nothing already in the clusters is lost.
 		t.spread = cpv.Spec.Spread

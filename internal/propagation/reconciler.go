@@ -170,6 +170,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, fed *unstructured.Unst
 	if s.rollout != nil && s.rollout.Decision.Requeue > 0 && (res.RequeueAfter == 0 || s.rollout.Decision.Requeue < res.RequeueAfter) {
 		res.RequeueAfter = s.rollout.Decision.Requeue
 	}
+	if fo := s.t.failover; fo != nil && fo.next > 0 && (res.RequeueAfter == 0 || fo.next < res.RequeueAfter) {
+		res.RequeueAfter = fo.next // a toleration or failbackAfter ends
+	}
 	return res, nil
 }
 

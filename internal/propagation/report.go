@@ -138,6 +138,21 @@ func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
 	rep.recorder.Eventf(fed, nil, eventType, reason, "Schedule", "%s", msg)
 }
 
+// recordFailover emits an Event on fed for each cluster that failed over
+// or failed back in this sync.
+func (rep *reporter) recordFailover(fed *unstructured.Unstructured, f *failoverState) {
+	if f == nil || rep.recorder == nil {
+		return
+	}
+	failed, back := f.events()
+	for _, msg := range failed {
+		rep.recorder.Eventf(fed, nil, corev1.EventTypeWarning, typesv1beta1.EventFailedOver, "Failover", "%s", msg)
+	}
+	for _, msg := range back {
+		rep.recorder.Eventf(fed, nil, corev1.EventTypeNormal, typesv1beta1.EventFailedBack, "Failback", "%s", msg)
+	}
+}
+
 // writePreferenceStatus sets the RSP's Scheduled condition.
 func (rep *reporter) writePreferenceStatus(ctx context.Context, rsp *schedulingv1alpha1.ReplicaSchedulingPreference, t targets) error {
 	if rsp == nil {
@@ -198,6 +213,7 @@ func (rep *reporter) sync(ctx context.Context, s *syncState, err error) error {
 // synced reports a sync that went through.
 func (rep *reporter) synced(ctx context.Context, s *syncState) error {
 	rep.recordDecision(s.fed, s.t)
+	rep.recordFailover(s.fed, s.t.failover)
 	rep.recordDrift(s.fed, s.in, s.results)
 	rep.recordFailures(s.fed, s.in, s.results)
 	rep.drifted.set(client.ObjectKeyFromObject(s.fed), s.results)

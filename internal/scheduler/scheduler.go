@@ -92,6 +92,9 @@ type Input struct {
 	// its namespace is federated to); only an intent restriction removes a
 	// copy.
 	Restriction *Restriction
+	// FailedOver are the clusters that failed under the resource's
+	// failover policy (see failover.Judge).
+	FailedOver map[string]bool
 }
 
 // Restriction keeps a resource to some clusters, for a reason the user
@@ -119,6 +122,7 @@ func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Clu
 		fc := &in.Clusters[i]
 		c := clusterOf(fc)
 		c.Previous = previous[fc.Name]
+		c.FailedOver = in.FailedOver[fc.Name] && c.Previous != nil
 		c.HasCopy = c.Previous != nil || slices.Contains(in.Holding, fc.Name)
 		if measure {
 			c.Capacity = s.capacity.Capacity(fc.Name, w.Namespace, w.PodSelector)

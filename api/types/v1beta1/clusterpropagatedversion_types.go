@@ -216,6 +216,13 @@ type PlacedCluster struct {
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	Revision *Revision `json:"revision,omitempty"`
+
+	// FailedOverAt is when the cluster's replicas moved away under the
+	// resource's failover policy: its Replicas are what it ran then, and
+	// the other clusters run them meanwhile. Unset when it has not failed
+	// over, or has failed back.
+	// +optional
+	FailedOverAt *metav1.Time `json:"failedOverAt,omitempty"`
 }
 
 // Removal tells a Pull cluster's agent to delete its copy of the resource.

@@ -43,6 +43,55 @@ type Placement struct {
 	// +kubebuilder:validation:MaxItems=2
 	// +optional
 	SpreadConstraints []SpreadConstraint `json:"spreadConstraints,omitempty"`
+
+	// Failover moves the replicas a ReplicaSchedulingPreference divides
+	// away from a placed cluster that stays not Ready, to the other Ready
+	// clusters, and returns them once it is back. The failed cluster's copy
+	// is neither written nor deleted. Unset: an outage moves nothing.
+	// +optional
+	Failover *FailoverPolicy `json:"failover,omitempty"`
+}
+
+// Failback says how a failed cluster's replicas return.
+// +kubebuilder:validation:Enum=Automatic;Manual
+type Failback string
+
+const (
+	// FailbackAutomatic returns them once the cluster has been Ready, and
+	// its copy InSync and Healthy, for failbackAfterSeconds.
+	FailbackAutomatic Failback = "Automatic"
+	// FailbackManual waits, besides, for `fedwarden failback`.
+	FailbackManual Failback = "Manual"
+)
+
+// Default failover timings.
+const (
+	DefaultFailoverTolerationSeconds = 60
+	DefaultFailbackAfterSeconds      = 300
+)
+
+// FailoverPolicy is when a placed cluster counts as failed, and how its
+// replicas come back.
+type FailoverPolicy struct {
+	// TolerationSeconds is how long a placed cluster may be not Ready
+	// before its replicas move. Default 60.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	TolerationSeconds *int32 `json:"tolerationSeconds,omitempty"`
+
+	// Failback is Automatic (the default) or Manual.
+	// +optional
+	Failback Failback `json:"failback,omitempty"`
+
+	// FailbackAfterSeconds is how long a failed cluster must have been
+	// Ready again, with its copy InSync and Healthy, before its replicas
+	// return; a cluster that fails again meanwhile starts its count again.
+	// Default 300.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=86400
+	// +optional
+	FailbackAfterSeconds *int32 `json:"failbackAfterSeconds,omitempty"`
 }
 
 // SpreadBy is the topology a spread constraint groups clusters by.
@@ -505,6 +554,19 @@ const (
 	// EventWaiverExpired: the waiver that kept a copy's drift expired, and
 	// the drift policy applies again.
 	EventWaiverExpired = "WaiverExpired"
+	// FederatedFailedOver is True while a placed cluster's replicas run
+	// elsewhere under spec.placement.failover; the message names each such
+	// cluster, since when, and what its failback waits for.
+	FederatedFailedOver = "FailedOver"
+	// ReasonFailedOver: at least one placed cluster failed over.
+	ReasonFailedOver = "FailedOver"
+	// ReasonFailedBack: every failed cluster's replicas have returned.
+	ReasonFailedBack = "FailedBack"
+	// EventFailedOver: a placed cluster failed; the message names it and
+	// the replicas moved.
+	EventFailedOver = "FailedOver"
+	// EventFailedBack: a failed cluster's replicas returned.
+	EventFailedBack = "FailedBack"
 	// ReasonNamespaceNotFederated: a namespaced resource whose namespace
 	// has no FederatedNamespace (while namespaces are federated) goes to no
 	// cluster, as in KubeFed.
@@ -589,6 +651,13 @@ const (
 	AnnotationDependencySource = "fedwarden.io/dependency-source-version"
 	// AnnotationTemplateVersion on a member copy: the template version it carries.
 	AnnotationTemplateVersion = "fedwarden.io/template-version"
+	// AnnotationFailbackRequested, on a federated resource, is when
+	// `fedwarden failback` asked (RFC 3339) for the replicas of its failed
+	// clusters to return under failback Manual: of those
+	// AnnotationFailbackClusters names (comma-separated), or of all.
+	AnnotationFailbackRequested = "fedwarden.io/failback-requested"
+	// AnnotationFailbackClusters: see AnnotationFailbackRequested.
+	AnnotationFailbackClusters = "fedwarden.io/failback-clusters"
 	// AnnotationOverrideVersion on a member copy: the override version it carries.
 	AnnotationOverrideVersion = "fedwarden.io/override-version"
 	// AnnotationDesiredHash on a member copy: the content hash of what was

@@ -18,6 +18,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/cli/disable"
 	"github.com/fedwarden/fedwarden/internal/cli/drift"
 	"github.com/fedwarden/fedwarden/internal/cli/enable"
+	"github.com/fedwarden/fedwarden/internal/cli/failback"
 	"github.com/fedwarden/fedwarden/internal/cli/federate"
 	"github.com/fedwarden/fedwarden/internal/cli/join"
 	"github.com/fedwarden/fedwarden/internal/cli/migrate"
@@ -64,6 +65,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		disable.NewCommand(s),
 		drift.NewCommand(s),
 		enable.NewCommand(s),
+		failback.NewCommand(s),
 		federate.NewCommand(s),
 		join.NewCommand(s),
 		migrate.NewCommand(s),

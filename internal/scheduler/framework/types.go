@@ -55,6 +55,10 @@ type Cluster struct {
 	// Capacity is the cluster's free room; nil when it is not measured
 	// (yet).
 	Capacity *Capacity
+	// FailedOver tells that the cluster failed under the workload's
+	// failover policy: it keeps its copy and the replicas it ran, which
+	// the other clusters run meanwhile (see replicadivision).
+	FailedOver bool
 }
 
 // Previous is a cluster's place in the last decision.

@@ -1,7 +1,7 @@
 // Package clusterready filters out clusters that are not joined or not
 // Ready, except those the workload is already scheduled to: an outage never
-// moves a workload by itself (a ReplicaSchedulingPreference with rebalance
-// moves its replicas instead).
+// moves a workload by itself (a ReplicaSchedulingPreference with rebalance,
+// or a failover policy, moves its replicas instead: see replicadivision).
 package clusterready
 
 import (

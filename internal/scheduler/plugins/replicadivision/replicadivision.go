@@ -53,6 +53,12 @@ func (*Plugin) Assign(s *framework.State, selected []framework.ScoredCluster) (m
 	out := make(map[string]int32, len(ts))
 	var placed int64
 	for i, t := range ts {
+		if t.failedOver {
+			// Its copy keeps the replicas it ran, unwritten; the others
+			// run them meanwhile.
+			out[t.name] = int32(t.prev)
+			continue
+		}
 		out[t.name] = int32(counts[i])
 		placed += counts[i]
 	}
@@ -81,6 +87,9 @@ type target struct {
 	limit string
 	// prev is how many replicas the last decision gave the cluster.
 	prev int64
+	// failedOver tells that the cluster failed under the failover policy:
+	// it counts as not Ready and running none, and keeps prev.
+	failedOver bool
 }
 
 // targets describes the selected clusters, sorted by name so that every
@@ -89,7 +98,7 @@ func targets(w *framework.Workload, selected []framework.ScoredCluster) []target
 	ts := make([]target, 0, len(selected))
 	for _, c := range selected {
 		p, ok := preferences(w.Preference, c.Name)
-		t := target{name: c.Name, ready: c.Ready, prev: max(c.PreviousReplicas(w), 0)}
+		t := target{name: c.Name, ready: c.Ready && !c.FailedOver, prev: max(c.PreviousReplicas(w), 0), failedOver: c.FailedOver}
 		if ok {
 			t.weight, t.min = max(p.Weight, 0), max(p.MinReplicas, 0)
 		}
@@ -232,7 +241,10 @@ func keepRunning(ts []target, p []int64, total int64) []int64 {
 	var sum int64
 	for i, t := range ts {
 		cur[i] = t.prev
-		if t.ready {
+		switch {
+		case t.failedOver:
+			cur[i] = 0 // the others run its replicas
+		case t.ready:
 			cur[i] = min(t.prev, t.bound)
 		}
 		sum += cur[i]

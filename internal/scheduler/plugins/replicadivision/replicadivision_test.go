@@ -26,6 +26,8 @@ func running(n int32) option {
 
 func notReady(c *framework.Cluster) { c.Ready, c.NotReady = false, "ClusterUnreachable" }
 
+func failedOver(c *framework.Cluster) { c.FailedOver = true }
+
 // freeCPU gives the cluster a measured capacity of cpu free cores.
 func freeCPU(cpu string) option {
 	return func(c *framework.Cluster) {
@@ -94,6 +96,31 @@ func TestAssign(t *testing.T) {
 			spec:     spec(10, true, nil),
 			clusters: []framework.ScoredCluster{cluster("c"), cluster("a"), cluster("b")},
 			want:     map[string]int32{"a": 4, "b": 3, "c": 3},
+		},
+		{
+			name:     "a failed-over cluster keeps its count, and the others run its share within maxReplicas",
+			spec:     spec(6, false, prefs{"*": weight(1), "b": {Weight: 1, MaxReplicas: new(int64(3))}}),
+			clusters: []framework.ScoredCluster{cluster("a", running(2)), cluster("b", running(2)), cluster("c", running(2), notReady, failedOver)},
+			want:     map[string]int32{"a": 3, "b": 3, "c": 2},
+		},
+		{
+			name:     "the share of a failed-over cluster beyond the others' maxReplicas is noted",
+			spec:     spec(6, false, prefs{"*": {Weight: 1, MaxReplicas: new(int64(2))}}),
+			clusters: []framework.ScoredCluster{cluster("a", running(2)), cluster("b", running(2)), cluster("c", running(2), notReady, failedOver)},
+			want:     map[string]int32{"a": 2, "b": 2, "c": 2},
+			wantNote: "2 of 6 replicas fit in no cluster: no Ready cluster can take more: a (maxReplicas is 2), b (maxReplicas is 2)",
+		},
+		{
+			name:     "failed back: the others drain to the division",
+			spec:     spec(6, false, nil),
+			clusters: []framework.ScoredCluster{cluster("a", running(3)), cluster("b", running(3)), cluster("c", running(2))},
+			want:     map[string]int32{"a": 2, "b": 2, "c": 2},
+		},
+		{
+			name:     "under rebalance a failed-over cluster keeps its count too",
+			spec:     spec(6, true, nil),
+			clusters: []framework.ScoredCluster{cluster("a", running(2)), cluster("b", running(2)), cluster("c", running(2), notReady, failedOver)},
+			want:     map[string]int32{"a": 3, "b": 3, "c": 2},
 		},
 		{
 			name:     "weights 2:3",

@@ -1,0 +1,177 @@
+package propagation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
+	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
+	"github.com/fedwarden/fedwarden/internal/failover"
+)
+
+// failoverState is the failover stage's judgement of one sync: which
+// placed clusters are failed over after it, and what changed.
+type failoverState struct {
+	// at are the clusters failed over after this sync, with when they
+	// failed over.
+	at map[string]metav1.Time
+	// failed are the clusters that failed over in this sync, returned
+	// those that failed back.
+	failed, returned []string
+	// waiting says, by cluster, what its failover or failback waits for.
+	waiting map[string]string
+	// next is when the judgement may change by time alone; 0 for never.
+	next time.Duration
+	// replicas are, by cluster, the replicas the last decision gave it.
+	replicas map[string]int32
+	// before are the clusters failed over before this sync, as the CPV
+	// records them.
+	before map[string]metav1.Time
+}
+
+// undecided is f when no decision could be made: the clusters stay failed
+// over as the CPV records them, and none fails or returns.
+func (f *failoverState) undecided() *failoverState {
+	if f == nil {
+		return nil
+	}
+	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next}
+}
+
+// clusters are the failed-over clusters, as the scheduler takes them.
+func (f *failoverState) clusters() map[string]bool {
+	if f == nil {
+		return nil
+	}
+	out := make(map[string]bool, len(f.at))
+	for name := range f.at {
+		out[name] = true
+	}
+	return out
+}
+
+// judgeFailover judges, under the failover policy of spec, the clusters
+// the last decision (cpv's spec.clusters) placed fed on. It applies only
+// to replicas a ReplicaSchedulingPreference divides (divided): nil
+// otherwise, and then nothing is failed over.
+func judgeFailover(fed *unstructured.Unstructured, policy *typesv1beta1.FailoverPolicy, divided bool, cpv *typesv1beta1.ClusterPropagatedVersion,
+	clusters []corev1beta1.FederatedCluster, now time.Time) *failoverState {
+	if policy == nil || !divided {
+		return nil
+	}
+	requested, requestedFor := failbackRequest(fed)
+	var in []failover.Cluster
+	f := &failoverState{at: map[string]metav1.Time{}, replicas: map[string]int32{}, before: map[string]metav1.Time{}}
+	for _, pc := range cpv.Spec.Clusters {
+		name := string(pc.Name)
+		if pc.Replicas != nil {
+			f.replicas[name] = *pc.Replicas
+		}
+		i := slices.IndexFunc(clusters, func(fc corev1beta1.FederatedCluster) bool { return fc.Name == name })
+		if i < 0 {
+			continue // unjoined: its copies go with it
+		}
+		c := failover.Cluster{Name: name, Since: now, FailedOver: pc.FailedOverAt != nil, CopyCurrent: copyCurrent(cpv, name)}
+		if ready := meta.FindStatusCondition(clusters[i].Status.Conditions, corev1beta1.ClusterReady); ready != nil {
+			c.Ready, c.Since = ready.Status == metav1.ConditionTrue, ready.LastTransitionTime.Time
+		} else {
+			c.Ready = true // not probed yet: nothing is known to have failed
+		}
+		if c.FailedOver {
+			f.at[name], f.before[name] = *pc.FailedOverAt, *pc.FailedOverAt
+			c.FailbackRequested = !requested.IsZero() && !requested.Before(pc.FailedOverAt.Time) &&
+				(requestedFor == nil || slices.Contains(requestedFor, name))
+		}
+		in = append(in, c)
+	}
+	v := failover.Judge(failover.Policy{
+		Toleration:    seconds(policy.TolerationSeconds, typesv1beta1.DefaultFailoverTolerationSeconds),
+		FailbackAfter: seconds(policy.FailbackAfterSeconds, typesv1beta1.DefaultFailbackAfterSeconds),
+		Automatic:     policy.Failback != typesv1beta1.FailbackManual,
+	}, in, nil, now)
+	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
+	for _, name := range v.Fail {
+		f.at[name] = stamp
+	}
+	for _, name := range v.Return {
+		delete(f.at, name)
+	}
+	f.failed, f.returned, f.waiting, f.next = v.Fail, v.Return, v.Waiting, v.Next
+	return f
+}
+
+// copyCurrent tells whether cpv records cluster's copy as InSync and
+// Healthy.
+func copyCurrent(cpv *typesv1beta1.ClusterPropagatedVersion, cluster string) bool {
+	i := slices.IndexFunc(cpv.Status.ClusterVersions, func(cv typesv1beta1.ClusterVersion) bool { return string(cv.ClusterName) == cluster })
+	return i >= 0 && cpv.Status.ClusterVersions[i].State == typesv1beta1.InSync && cpv.Status.ClusterVersions[i].Health == corev1beta1.HealthHealthy
+}
+
+// failbackRequest is when `fedwarden failback` last asked for failback on
+// fed, and for which clusters (nil: all); zero when it did not, or the
+// annotation cannot be read.
+func failbackRequest(fed *unstructured.Unstructured) (time.Time, []string) {
+	at, err := time.Parse(time.RFC3339, fed.GetAnnotations()[typesv1beta1.AnnotationFailbackRequested])
+	if err != nil {
+		return time.Time{}, nil
+	}
+	names := fed.GetAnnotations()[typesv1beta1.AnnotationFailbackClusters]
+	if names == "" {
+		return at, nil
+	}
+	return at, strings.Split(names, ",")
+}
+
+func seconds(s *int32, def int32) time.Duration {
+	if s == nil {
+		return time.Duration(def) * time.Second
+	}
+	return time.Duration(max(*s, 0)) * time.Second
+}
+
+// condition is the FailedOver condition the judgement makes: True while a
+// cluster is failed over, False once the last has failed back; ok is false
+// when the resource has none to say (never failed over).
+func (f *failoverState) condition(old *metav1.Condition) (status bool, reason, msg string, ok bool) {
+	if len(f.at) == 0 {
+		if old == nil || old.Status != metav1.ConditionTrue {
+			return false, "", "", false
+		}
+		return false, typesv1beta1.ReasonFailedBack, "every placed cluster runs its own replicas again", true
+	}
+	names := make([]string, 0, len(f.at))
+	for name := range f.at {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var parts []string
+	for _, name := range names {
+		part := fmt.Sprintf("cluster %s failed over at %s: its %d replicas run on the other Ready clusters, and its copy is kept",
+			name, f.at[name].UTC().Format(time.RFC3339), f.replicas[name])
+		if why := f.waiting[name]; why != "" {
+			part += "; failback: " + why
+		}
+		parts = append(parts, part)
+	}
+	return true, typesv1beta1.ReasonFailedOver, bounded(strings.Join(parts, "; "), 4096), true
+}
+
+// events are the Events the judgement makes: one per cluster that failed
+// over, and one per cluster that failed back.
+func (f *failoverState) events() (failed, back []string) {
+	for _, name := range f.failed {
+		failed = append(failed, fmt.Sprintf("cluster %s failed: not Ready for longer than the failover policy tolerates; its %d replicas move to the other Ready clusters, and its copy is kept",
+			name, f.replicas[name]))
+	}
+	for _, name := range f.returned {
+		back = append(back, fmt.Sprintf("cluster %s failed back: Ready, its copy InSync and Healthy; its %d replicas return, and the other clusters scale down to the division",
+			name, f.replicas[name]))
+	}
+	return failed, back
+}
