@@ -40,6 +40,11 @@ const (
 	// RolloutHalted: a rollout in waves stopped (a cluster Degraded at the
 	// new revision, or a wave past its deadline); Message says why.
 	RolloutHalted Kind = "io.fedwarden.rollout.halted"
+	// FailedOver: a placed cluster failed under the resource's failover
+	// policy; Cluster names it, Message the replicas moved.
+	FailedOver Kind = "io.fedwarden.failover.failed-over"
+	// FailedBack: a failed-over cluster's replicas returned.
+	FailedBack Kind = "io.fedwarden.failover.failed-back"
 )
 
 const (
@@ -74,7 +79,8 @@ type Transition struct {
 	// drift ledger records it); Resync the kubefed.io/resync value acted on.
 	ResolvedBy typesv1beta1.Resolution
 	Resync     string
-	// Message says more, for RolloutHalted, Waived and WaiverExpired.
+	// Message says more, for RolloutHalted, FailedOver, FailedBack, Waived
+	// and WaiverExpired.
 	Message string
 }
 

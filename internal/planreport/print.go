@@ -51,6 +51,15 @@ func printHeader(b *strings.Builder, r *Report) {
 	}
 	fmt.Fprintf(b, "Versions: template %s, override %s\n", r.Versions.Template, r.Versions.Override)
 	fmt.Fprintf(b, "Placement: %s\n", r.Placement.Message)
+	if len(r.Placement.Down) > 0 {
+		failover := r.Placement.Failover
+		if failover == "" {
+			failover = "no failover policy applies (spec.placement.failover, with a ReplicaSchedulingPreference or spread constraints): an outage moves nothing"
+		}
+		fmt.Fprintf(b, "If %s were down past the toleration: %s\n", strings.Join(r.Placement.Down, ", "), failover)
+	} else if r.Placement.Failover != "" {
+		fmt.Fprintf(b, "Failover: %s\n", r.Placement.Failover)
+	}
 	b.WriteString("  Member capacity was not considered: plan has no capacity source, so the Capacity plugin passed every cluster.\n")
 	printDependencies(b, r.Dependencies)
 	printRollout(b, r.Rollout)

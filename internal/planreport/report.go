@@ -59,6 +59,11 @@ type Placement struct {
 	// CapacityConsidered is false: plan has no source of member capacity,
 	// so the Capacity plugin passes every cluster.
 	CapacityConsidered bool `json:"capacityConsidered"`
+	// Failover says what the resource's failover policy does, as its
+	// FailedOver condition would; empty when no policy applies.
+	Failover string `json:"failover,omitempty"`
+	// Down are the clusters planned as failed (--what-if-down).
+	Down []string `json:"down,omitempty"`
 }
 
 // Verdict is what a scheduler plugin said of a cluster.

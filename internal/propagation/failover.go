@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
@@ -33,6 +34,32 @@ type failoverState struct {
 	// before are the clusters failed over before this sync, as the CPV
 	// records them.
 	before map[string]metav1.Time
+	// tolerated are the clusters not Ready that have not failed over (yet).
+	tolerated map[string]bool
+	// surge are the clusters the last decision chose as surges.
+	surge map[string]bool
+}
+
+// tolerating is the clusters not Ready within the toleration, as the
+// scheduler takes them.
+func (f *failoverState) tolerating() map[string]bool {
+	if f == nil {
+		return nil
+	}
+	return f.tolerated
+}
+
+// surgeOf tells whether the decision that places cluster (placed before,
+// when previous) chooses it as a surge: while a cluster is failed over, a
+// cluster newly chosen is one, and one chosen so stays so.
+func (f *failoverState) surgeOf(cluster string, previous bool) bool {
+	if f == nil || len(f.at) == 0 {
+		return false
+	}
+	if _, failed := f.at[cluster]; failed {
+		return false
+	}
+	return !previous || f.surge[cluster]
 }
 
 // undecided is f when no decision could be made: the clusters stay failed
@@ -41,7 +68,7 @@ func (f *failoverState) undecided() *failoverState {
 	if f == nil {
 		return nil
 	}
-	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next}
+	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next, tolerated: f.tolerated, surge: f.surge}
 }
 
 // clusters are the failed-over clusters, as the scheduler takes them.
@@ -58,20 +85,27 @@ func (f *failoverState) clusters() map[string]bool {
 
 // judgeFailover judges, under the failover policy of spec, the clusters
 // the last decision (cpv's spec.clusters) placed fed on. It applies only
-// to replicas a ReplicaSchedulingPreference divides (divided): nil
-// otherwise, and then nothing is failed over.
-func judgeFailover(fed *unstructured.Unstructured, policy *typesv1beta1.FailoverPolicy, divided bool, cpv *typesv1beta1.ClusterPropagatedVersion,
+// where something can move: replicas a ReplicaSchedulingPreference
+// divides (divided), or a placement with spread constraints, where
+// another cluster can take a surge copy. Nil otherwise, and then nothing
+// is failed over.
+func judgeFailover(fed *unstructured.Unstructured, placement typesv1beta1.Placement, divided bool, cpv *typesv1beta1.ClusterPropagatedVersion,
 	clusters []corev1beta1.FederatedCluster, now time.Time) *failoverState {
-	if policy == nil || !divided {
+	policy := placement.Failover
+	if policy == nil || (!divided && len(placement.SpreadConstraints) == 0) {
 		return nil
 	}
 	requested, requestedFor := failbackRequest(fed)
 	var in []failover.Cluster
-	f := &failoverState{at: map[string]metav1.Time{}, replicas: map[string]int32{}, before: map[string]metav1.Time{}}
+	f := &failoverState{at: map[string]metav1.Time{}, replicas: map[string]int32{}, before: map[string]metav1.Time{},
+		tolerated: map[string]bool{}, surge: map[string]bool{}}
 	for _, pc := range cpv.Spec.Clusters {
 		name := string(pc.Name)
 		if pc.Replicas != nil {
 			f.replicas[name] = *pc.Replicas
+		}
+		if pc.Surge {
+			f.surge[name] = true
 		}
 		i := slices.IndexFunc(clusters, func(fc corev1beta1.FederatedCluster) bool { return fc.Name == name })
 		if i < 0 {
@@ -90,17 +124,27 @@ func judgeFailover(fed *unstructured.Unstructured, policy *typesv1beta1.Failover
 		}
 		in = append(in, c)
 	}
+	var moves []time.Time
+	for _, at := range f.before {
+		moves = append(moves, at.Time)
+	}
 	v := failover.Judge(failover.Policy{
-		Toleration:    seconds(policy.TolerationSeconds, typesv1beta1.DefaultFailoverTolerationSeconds),
-		FailbackAfter: seconds(policy.FailbackAfterSeconds, typesv1beta1.DefaultFailbackAfterSeconds),
-		Automatic:     policy.Failback != typesv1beta1.FailbackManual,
-	}, in, nil, now)
+		Toleration:        seconds(policy.TolerationSeconds, typesv1beta1.DefaultFailoverTolerationSeconds),
+		FailbackAfter:     seconds(policy.FailbackAfterSeconds, typesv1beta1.DefaultFailbackAfterSeconds),
+		Automatic:         policy.Failback != typesv1beta1.FailbackManual,
+		MaxMovesPerMinute: int(ptr.Deref(policy.MaxFailoversPerMinute, 0)),
+	}, in, moves, now)
 	stamp := metav1.NewTime(now.UTC().Truncate(time.Second))
 	for _, name := range v.Fail {
 		f.at[name] = stamp
 	}
 	for _, name := range v.Return {
 		delete(f.at, name)
+	}
+	for _, c := range in {
+		if _, failed := f.at[c.Name]; !c.Ready && !failed {
+			f.tolerated[c.Name] = true
+		}
 	}
 	f.failed, f.returned, f.waiting, f.next = v.Fail, v.Return, v.Waiting, v.Next
 	return f
@@ -162,16 +206,25 @@ func (f *failoverState) condition(old *metav1.Condition) (status bool, reason, m
 	return true, typesv1beta1.ReasonFailedOver, bounded(strings.Join(parts, "; "), 4096), true
 }
 
-// events are the Events the judgement makes: one per cluster that failed
+// failoverEvent is one cluster's failover or failback.
+type failoverEvent struct {
+	cluster, message string
+	back             bool
+}
+
+// events are the transitions of the judgement: one per cluster that failed
 // over, and one per cluster that failed back.
-func (f *failoverState) events() (failed, back []string) {
+func (f *failoverState) events() []failoverEvent {
+	var out []failoverEvent
 	for _, name := range f.failed {
-		failed = append(failed, fmt.Sprintf("cluster %s failed: not Ready for longer than the failover policy tolerates; its %d replicas move to the other Ready clusters, and its copy is kept",
-			name, f.replicas[name]))
+		out = append(out, failoverEvent{cluster: name, message: fmt.Sprintf(
+			"cluster %s failed: not Ready for longer than the failover policy tolerates; its replicas (%d) move to the other Ready clusters, or another cluster takes a surge copy, and its own copy is kept",
+			name, f.replicas[name])})
 	}
 	for _, name := range f.returned {
-		back = append(back, fmt.Sprintf("cluster %s failed back: Ready, its copy InSync and Healthy; its %d replicas return, and the other clusters scale down to the division",
-			name, f.replicas[name]))
+		out = append(out, failoverEvent{cluster: name, back: true, message: fmt.Sprintf(
+			"cluster %s failed back: Ready, its copy InSync and Healthy; its replicas (%d) return, the other clusters scale down, and surge copies go once none is failed over",
+			name, f.replicas[name])})
 	}
-	return failed, back
+	return out
 }

@@ -38,6 +38,7 @@ func TestJudgeFailover(t *testing.T) {
 		return out
 	}
 	earlier := metav1.NewTime(now.Add(-10 * time.Minute))
+	recent := metav1.NewTime(now.Add(-20 * time.Second))
 	manual := &typesv1beta1.FailoverPolicy{Failback: typesv1beta1.FailbackManual, FailbackAfterSeconds: new(int32(0))}
 	for _, tt := range []struct {
 		name        string
@@ -116,6 +117,14 @@ func TestJudgeFailover(t *testing.T) {
 			returned:    []string{"c"},
 		},
 		{
+			name:     "at most maxFailoversPerMinute clusters fail over in a minute",
+			policy:   &typesv1beta1.FailoverPolicy{MaxFailoversPerMinute: new(int32(1))},
+			clusters: []corev1beta1.FederatedCluster{cluster("a", true, time.Hour), cluster("b", false, time.Hour), cluster("c", false, time.Hour)},
+			placed:   []typesv1beta1.PlacedCluster{placed("a", 2, nil), placed("b", 2, &recent), placed("c", 2, nil)},
+			wantAt:   []string{"b"},
+			waiting:  "at most 1 failovers a minute",
+		},
+		{
 			name:     "a cluster that is not joined is left to its unjoin",
 			policy:   &typesv1beta1.FailoverPolicy{},
 			clusters: []corev1beta1.FederatedCluster{cluster("a", true, time.Hour)},
@@ -128,7 +137,7 @@ func TestJudgeFailover(t *testing.T) {
 			fed.SetAnnotations(tt.annotations)
 			cpv := &typesv1beta1.ClusterPropagatedVersion{}
 			cpv.Spec.Clusters, cpv.Status.ClusterVersions = tt.placed, tt.versions
-			f := judgeFailover(fed, tt.policy, !tt.undivided, cpv, tt.clusters, now)
+			f := judgeFailover(fed, typesv1beta1.Placement{Failover: tt.policy}, !tt.undivided, cpv, tt.clusters, now)
 			if tt.policy == nil || tt.undivided {
 				if f != nil || f.clusters() != nil {
 					t.Errorf("judged %+v; want nothing", f)

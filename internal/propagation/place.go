@@ -56,6 +56,8 @@ type targets struct {
 	// failover is the failover stage's judgement; nil when the resource
 	// has no failover policy that applies.
 	failover *failoverState
+	// surge are the clusters chosen standing in for failed-over ones.
+	surge []string
 }
 
 // failedOverAt is when cluster failed over, as the CPV records it; nil
@@ -119,6 +121,21 @@ func (pl Placement) ReplicasOf(cluster string) *int32 { return replicasIn(pl.t.r
 // copies kept.
 func (pl Placement) Decision() framework.Decision { return pl.t.decision }
 
+// Failover says what the resource's failover policy does in this
+// decision, as its FailedOver condition would; ok is false when no policy
+// applies (none, or neither divided replicas nor spread constraints).
+func (pl Placement) Failover() (msg string, ok bool) {
+	f := pl.t.failover
+	if f == nil {
+		return "", false
+	}
+	if len(f.at) == 0 {
+		return "no cluster is failed over", true
+	}
+	_, _, msg, _ = f.condition(nil)
+	return msg, true
+}
+
 // Scheduled is the Scheduled condition the decision makes.
 func (pl Placement) Scheduled() (ok bool, reason, message string) { return scheduledCondition(pl.t) }
 
@@ -126,7 +143,8 @@ func (pl Placement) Scheduled() (ok bool, reason, message string) { return sched
 func (t targets) placedClusters() []typesv1beta1.PlacedCluster {
 	out := make([]typesv1beta1.PlacedCluster, 0, len(t.names))
 	for _, name := range t.names {
-		out = append(out, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name), Replicas: replicasIn(t.replicas, name), FailedOverAt: t.failedOverAt(name)})
+		out = append(out, typesv1beta1.PlacedCluster{Name: typesv1beta1.ClusterName(name), Replicas: replicasIn(t.replicas, name),
+			FailedOverAt: t.failedOverAt(name), Surge: slices.Contains(t.surge, name)})
 	}
 	return out
 }
@@ -145,11 +163,11 @@ func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, s
 		return targets{}, nil, err
 	}
 	held := p.heldCopies(fed, cpv, clusters)
-	fo := judgeFailover(fed, spec.Placement.Failover, rsp != nil, cpv, clusters, time.Now())
+	fo := judgeFailover(fed, spec.Placement, rsp != nil, cpv, clusters, time.Now())
 	d := p.scheduler.Schedule(scheduler.Input{
 		Federated: fed, Placement: spec.Placement, Clusters: clusters, Preference: rsp,
 		Previous: cpv.Spec.Clusters, Holding: held, Spread: cpv.Spec.Spread, Restriction: restriction,
-		FailedOver: fo.clusters(),
+		FailedOver: fo.clusters(), Tolerated: fo.tolerating(),
 	})
 	t := targets{decision: d, replicas: map[string]int32{}, namespaceReason: nsReason, namespaceMessage: nsMessage, failover: fo}
 	if d.Failure != nil {
@@ -161,6 +179,9 @@ func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, s
 			t.names = append(t.names, string(pc.Name))
 			if pc.Replicas != nil {
 				t.replicas[string(pc.Name)] = *pc.Replicas
+			}
+			if pc.Surge {
+				t.surge = append(t.surge, string(pc.Name))
 			}
 		}
 		for _, name := range held {
@@ -177,6 +198,10 @@ func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, s
 		t.names = append(t.names, p.Name)
 		if p.Replicas != nil {
 			t.replicas[p.Name] = *p.Replicas
+		}
+		previous := slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == p.Name })
+		if fo.surgeOf(p.Name, previous) {
+			t.surge = append(t.surge, p.Name)
 		}
 	}
 	t.keptByNamespace = keptByNamespace(restriction, t.names)

@@ -21,6 +21,7 @@ import (
 	schedulingv1alpha1 "github.com/fedwarden/fedwarden/api/scheduling/v1alpha1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/dependencies"
+	"github.com/fedwarden/fedwarden/internal/notify"
 )
 
 // reporter is the report stage of a sync: the federated resource's status
@@ -139,17 +140,25 @@ func (rep *reporter) recordDecision(fed *unstructured.Unstructured, t targets) {
 }
 
 // recordFailover emits an Event on fed for each cluster that failed over
-// or failed back in this sync.
+// or failed back in this sync, and sends it to the notification sinks.
 func (rep *reporter) recordFailover(fed *unstructured.Unstructured, f *failoverState) {
-	if f == nil || rep.recorder == nil {
+	if f == nil {
 		return
 	}
-	failed, back := f.events()
-	for _, msg := range failed {
-		rep.recorder.Eventf(fed, nil, corev1.EventTypeWarning, typesv1beta1.EventFailedOver, "Failover", "%s", msg)
-	}
-	for _, msg := range back {
-		rep.recorder.Eventf(fed, nil, corev1.EventTypeNormal, typesv1beta1.EventFailedBack, "Failback", "%s", msg)
+	for _, e := range f.events() {
+		eventType, reason, action, kind := corev1.EventTypeWarning, typesv1beta1.EventFailedOver, "Failover", notify.FailedOver
+		if e.back {
+			eventType, reason, action, kind = corev1.EventTypeNormal, typesv1beta1.EventFailedBack, "Failback", notify.FailedBack
+		}
+		if rep.recorder != nil {
+			rep.recorder.Eventf(fed, nil, eventType, reason, action, "%s", e.message)
+		}
+		if rep.driftNotifier != nil {
+			rep.driftNotifier.Notify(notify.Transition{
+				Kind: kind, Federated: rep.typ.Federated, Resource: rep.typ.FederatedResource, Target: rep.typ.Target,
+				Namespace: fed.GetNamespace(), Name: fed.GetName(), Cluster: e.cluster, Message: e.message,
+			})
+		}
 	}
 }
 

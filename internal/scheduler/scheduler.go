@@ -93,8 +93,9 @@ type Input struct {
 	// copy.
 	Restriction *Restriction
 	// FailedOver are the clusters that failed under the resource's
-	// failover policy (see failover.Judge).
-	FailedOver map[string]bool
+	// failover policy (see failover.Judge), and Tolerated those not Ready
+	// within its toleration. Both nil without a policy.
+	FailedOver, Tolerated map[string]bool
 }
 
 // Restriction keeps a resource to some clusters, for a reason the user
@@ -113,7 +114,7 @@ func (s *Scheduler) Schedule(in Input) framework.Decision {
 func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Cluster {
 	previous := map[string]*framework.Previous{}
 	for _, p := range in.Previous {
-		previous[string(p.Name)] = &framework.Previous{Replicas: p.Replicas}
+		previous[string(p.Name)] = &framework.Previous{Replicas: p.Replicas, Surge: p.Surge}
 	}
 	measure := s.MeasuresCapacity() && (w.Replicas != nil || w.Preference != nil)
 	var out []*framework.Cluster
@@ -123,6 +124,8 @@ func (s *Scheduler) candidates(in Input, w *framework.Workload) []*framework.Clu
 		c := clusterOf(fc)
 		c.Previous = previous[fc.Name]
 		c.FailedOver = in.FailedOver[fc.Name] && c.Previous != nil
+		c.Tolerated = in.Tolerated[fc.Name] && c.Previous != nil
+		c.SurgeEnded = c.Previous != nil && c.Previous.Surge && len(in.FailedOver) == 0
 		c.HasCopy = c.Previous != nil || slices.Contains(in.Holding, fc.Name)
 		if measure {
 			c.Capacity = s.capacity.Capacity(fc.Name, w.Namespace, w.PodSelector)

@@ -157,16 +157,40 @@ func TestStateDrivenPluginsNeverDropACopy(t *testing.T) {
 		return out
 	}
 	onePerRegion := []typesv1beta1.SpreadConstraint{{SpreadBy: typesv1beta1.SpreadByRegion, MaxClustersPerGroup: new(int32(1))}}
+	surge := func(p []typesv1beta1.PlacedCluster, name string) []typesv1beta1.PlacedCluster {
+		for i := range p {
+			p[i].Surge = string(p[i].Name) == name
+		}
+		return p
+	}
 	tests := []struct {
-		name      string
-		placement typesv1beta1.Placement
-		clusters  []corev1beta1.FederatedCluster
-		previous  []typesv1beta1.PlacedCluster
-		holding   []string
-		spread    *typesv1beta1.RecordedSpread
-		want      string
-		kept      []string
+		name       string
+		placement  typesv1beta1.Placement
+		clusters   []corev1beta1.FederatedCluster
+		previous   []typesv1beta1.PlacedCluster
+		holding    []string
+		spread     *typesv1beta1.RecordedSpread
+		failedOver []string
+		want       string
+		kept       []string
 	}{
+		{
+			name:       "a surge stays while the cluster it stands in for is failed over",
+			placement:  typesv1beta1.Placement{Clusters: names("east-1", "east-2"), SpreadConstraints: onePerRegion},
+			clusters:   []corev1beta1.FederatedCluster{down, readyCluster("east-2", "us")},
+			previous:   surge(placed("east-1", "east-2"), "east-2"),
+			spread:     &typesv1beta1.RecordedSpread{Constraints: onePerRegion},
+			failedOver: []string{"east-1"},
+			want:       "east-1, east-2",
+			kept:       []string{"east-1: GeoSpread: region us already has its 1 cluster (maxClustersPerGroup)"},
+		},
+		{
+			name:      "a surge is dropped once no cluster is failed over: the failover policy's intent",
+			placement: typesv1beta1.Placement{Clusters: names("east-1", "east-2"), SpreadConstraints: onePerRegion},
+			previous:  surge(placed("east-1", "east-2"), "east-2"),
+			spread:    &typesv1beta1.RecordedSpread{Constraints: onePerRegion},
+			want:      "east-1",
+		},
 		{
 			name:      "capacity drops where it runs",
 			placement: typesv1beta1.Placement{Clusters: names("east-1", "west-1")},
@@ -242,7 +266,7 @@ func TestStateDrivenPluginsNeverDropACopy(t *testing.T) {
 			d := s.Schedule(Input{
 				Federated: decode(t, twoPodsOfOneCPU), Placement: tt.placement, Clusters: clusters,
 				Previous: tt.previous, Holding: tt.holding, Spread: tt.spread,
-			})
+			}.failingOver(tt.failedOver))
 			var kept []string
 			for _, v := range d.Kept {
 				kept = append(kept, v.String())
@@ -286,4 +310,15 @@ func TestSpreadChanged(t *testing.T) {
 			t.Errorf("%d: spreadChanged(%v → %v) = %t, want %t", i, tt.recorded, tt.now, got, tt.want)
 		}
 	}
+}
+
+// failingOver is in with the clusters named failed over.
+func (in Input) failingOver(names []string) Input {
+	for _, n := range names {
+		if in.FailedOver == nil {
+			in.FailedOver = map[string]bool{}
+		}
+		in.FailedOver[n] = true
+	}
+	return in
 }

@@ -10,12 +10,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	corev1beta1 "github.com/fedwarden/fedwarden/api/core/v1beta1"
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/localfed"
+	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/test/fedtest"
 	"github.com/fedwarden/fedwarden/test/poll"
 )
@@ -74,10 +77,12 @@ spec:
 func TestFailover(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
-	b, _ := startJoinedBed(t, fedtest.Options{
+	receiver := newCloudEventReceiver(t)
+	args := []string{"--resync-period", "5s", "--leader-elect=false", "--notify-webhook", receiver.URL + "/hook"}
+	b, cm := startJoinedBed(t, fedtest.Options{
 		Federation: []localfed.Option{localfed.WithMemberNames(failoverMembers...)},
 		KWOK:       true,
-	}, hungProbes, "--resync-period", "5s", "--leader-elect=false")
+	}, hungProbes, args...)
 	enableDeploymentsIn(t, b.Host)
 	ns := testNamespace(t, b.Host)
 	const policy = "{tolerationSeconds: 8, failbackAfterSeconds: 10}"
@@ -90,11 +95,19 @@ func TestFailover(t *testing.T) {
 			createObject(t, b.Host, decode(t, doc))
 		}
 	}
+	// spread runs in one cluster per region: fo-a (r1) and fo-c (r2); fo-b,
+	// in r2 too once it has a region, is chosen only as a surge.
+	setRegion(t, b, "fo-a", "r1")
+	setRegion(t, b, "fo-c", "r2")
+	createObject(t, b.Host, decode(t, spreadDeployment("spread", ns, policy)))
 	want := func(a, b, c int32) map[string]int32 { return map[string]int32{"fo-a": a, "fo-b": b, "fo-c": c} }
 	waitForReady(t, b, ns, "auto", want(2, 2, 2))
 	waitForReady(t, b, ns, "manual", want(1, 1, 1))
 	waitForReady(t, b, ns, "steady", want(1, 1, 1))
+	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-c": 1})
+	setRegion(t, b, "fo-b", "r2")
 	uid := bedDeployment(t, b, failing, ns, "auto").UID
+	spreadUID := bedDeployment(t, b, failing, ns, "spread").UID
 
 	frozen := frozenMember(t, b, failing)
 	frozen.freeze(t)
@@ -108,12 +121,29 @@ func TestFailover(t *testing.T) {
 			t.Errorf("%s: the failed cluster's recorded replicas = %d; want what it ran, kept", name, n)
 		}
 		waitForEvent(t, b.Host, ns, name, typesv1beta1.EventFailedOver, "cluster "+failing+" failed")
+		if e := receiver.waitFor(t, notify.FailedOver, ns, name); e.event.Data.Cluster != failing {
+			t.Errorf("the %s CloudEvent about %s names cluster %q; want %s", notify.FailedOver, name, e.event.Data.Cluster, failing)
+		}
 		waitForConditionOf(t, b.Host, "FederatedDeployment", ns, name, typesv1beta1.FederatedFailedOver, metav1.ConditionTrue, typesv1beta1.ReasonFailedOver, "cluster "+failing+" failed over at")
+	}
+	// A spread placement gets a surge copy in fo-b, fo-c keeping its own.
+	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-b": 1})
+	cpv := waitForFailoverCPV(t, b, ns, "spread", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool { return failedOverAt(cpv, failing) != nil })
+	if got := surges(cpv); !slices.Equal(got, []string{"fo-b"}) {
+		t.Errorf("spread during the outage: surge clusters %v, placed %+v; want fo-b alone", got, cpv.Spec.Clusters)
 	}
 	// Without a policy an outage moves nothing.
 	if got := placedReplicas(waitForFailoverCPV(t, b, ns, "steady", nil)); !maps.Equal(got, want(1, 1, 1)) {
 		t.Errorf("steady, without a failover policy, during the outage: %v; want 1/1/1 kept", got)
 	}
+
+	// A controller-manager that crashes mid-failover goes on, restarted,
+	// from what the CPVs record: nothing fails over again, and failback
+	// follows.
+	if err := cm.kill(); err != nil {
+		t.Fatal(err)
+	}
+	startControllerManager(t, b, hungProbes, args...)
 
 	frozen.thaw(t)
 	thawedAt := time.Now()
@@ -125,7 +155,24 @@ func TestFailover(t *testing.T) {
 		t.Errorf("the failed member's Deployment is a new object (UID %s, was %s); want the same one throughout", got, uid)
 	}
 	waitForEvent(t, b.Host, ns, "auto", typesv1beta1.EventFailedBack, "cluster "+failing+" failed back")
+	receiver.waitFor(t, notify.FailedBack, ns, "auto")
+	if n := eventCount(t, b.Host, ns, "auto", typesv1beta1.EventFailedOver); n != 1 {
+		t.Errorf("auto has %d FailedOver Events after a restart mid-failover; want the one", n)
+	}
 	waitForConditionOf(t, b.Host, "FederatedDeployment", ns, "auto", typesv1beta1.FederatedFailedOver, metav1.ConditionFalse, typesv1beta1.ReasonFailedBack, "every placed cluster runs its own replicas again")
+
+	// The surge copy goes once fo-c is back and healthy; fo-c's stayed.
+	poll.Eventually(t, time.Minute, "the surge copy in fo-b removed", func(ctx context.Context) (bool, string) {
+		d := &appsv1.Deployment{}
+		err := b.Members["fo-b"].Get(ctx, types.NamespacedName{Namespace: ns, Name: "spread"}, d)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if got := bedDeployment(t, b, failing, ns, "spread").UID; got != spreadUID {
+		t.Errorf("spread: the failed member's Deployment is a new object (UID %s, was %s)", got, spreadUID)
+	}
+	if cpv := waitForFailoverCPV(t, b, ns, "spread", nil); len(surges(cpv)) > 0 || failedOverAt(cpv, failing) != nil {
+		t.Errorf("spread after failback: placed %+v; want no surge and nothing failed over", cpv.Spec.Clusters)
+	}
 
 	// Manual: the copy is current and the count over, yet it waits.
 	waitForConditionOf(t, b.Host, "FederatedDeployment", ns, "manual", typesv1beta1.FederatedFailedOver, metav1.ConditionTrue, typesv1beta1.ReasonFailedOver, "fedwarden failback")
@@ -171,6 +218,56 @@ func TestFailover(t *testing.T) {
 	for _, f := range all {
 		f.thaw(t)
 	}
+}
+
+// spreadDeployment is a FederatedDeployment of one replica on each
+// member's KWOK Node, placed on one cluster per region of the failover
+// bed's members, under the failover policy given.
+func spreadDeployment(name, ns, failover string) string {
+	return fmt.Sprintf(`
+apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  template:
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: %[1]s}}
+      template:
+        metadata: {labels: {app: %[1]s}}
+        spec:
+          nodeName: %[3]s
+          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
+  placement:
+    clusterSelector: {}
+    spreadConstraints: [{spreadBy: region, maxClustersPerGroup: 1}]
+    failover: %[4]s
+`, name, ns, fedtest.KWOKNodeName, failover)
+}
+
+// setRegion sets the region of member's FederatedCluster.
+func setRegion(t *testing.T, b *fedtest.Bed, member, region string) {
+	t.Helper()
+	fc := &corev1beta1.FederatedCluster{}
+	if err := b.Host.Get(t.Context(), types.NamespacedName{Name: member}, fc); err != nil {
+		t.Fatal(err)
+	}
+	before := fc.DeepCopy()
+	fc.Spec.Region = region
+	if err := b.Host.Patch(t.Context(), fc, client.MergeFrom(before)); err != nil {
+		t.Fatalf("setting the region of %s: %v", member, err)
+	}
+}
+
+// surges are the clusters cpv's decision chose as surges.
+func surges(cpv *typesv1beta1.ClusterPropagatedVersion) []string {
+	var out []string
+	for _, pc := range cpv.Spec.Clusters {
+		if pc.Surge {
+			out = append(out, string(pc.Name))
+		}
+	}
+	return out
 }
 
 // frozenCluster is a member whose API server a test freezes.

@@ -223,6 +223,13 @@ type PlacedCluster struct {
 	// over, or has failed back.
 	// +optional
 	FailedOverAt *metav1.Time `json:"failedOverAt,omitempty"`
+
+	// Surge tells that the cluster was chosen while another placed cluster
+	// was failed over, standing in for it. Once no cluster is failed over,
+	// a surge cluster the placement no longer chooses loses its copy: the
+	// failover policy is the intent that removes it.
+	// +optional
+	Surge bool `json:"surge,omitempty"`
 }
 
 // Removal tells a Pull cluster's agent to delete its copy of the resource.

@@ -92,6 +92,14 @@ type FailoverPolicy struct {
 	// +kubebuilder:validation:Maximum=86400
 	// +optional
 	FailbackAfterSeconds *int32 `json:"failbackAfterSeconds,omitempty"`
+
+	// MaxFailoversPerMinute bounds how many of the resource's clusters
+	// fail over in any minute, so that a wave of outages moves replicas a
+	// few clusters at a time; unset or 0 means no bound.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	MaxFailoversPerMinute *int32 `json:"maxFailoversPerMinute,omitempty"`
 }
 
 // SpreadBy is the topology a spread constraint groups clusters by.

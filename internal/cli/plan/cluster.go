@@ -44,6 +44,8 @@ func (p *planner) planCluster(ctx context.Context, in *planInput, name string) p
 	c.Rendered = rendered(in, name, desired)
 	fc := in.joined[name]
 	switch {
+	case p.isDown(name):
+		c.Action, c.Reason = planreport.ActionUnchanged, "planned as down (--what-if-down): nothing is written there, and its copy is kept as it is"
 	case fc == nil:
 		c.Action, c.Reason = planreport.ActionUnknown, fmt.Sprintf("cluster %s is not joined: there is no FederatedCluster of that name", name)
 	case fc.Spec.SyncMode == corev1beta1.SyncModePull:

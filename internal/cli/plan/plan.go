@@ -51,6 +51,7 @@ type options struct {
 	remediation  string
 	memberNets   []string
 	networks     egress.Networks
+	down         []string
 }
 
 const long = `Plan shows, before a change to a federated resource is applied, what the
@@ -67,7 +68,9 @@ the rollout wave and when the change arrives, what the controller would do
 (Create, Update, Delete or Unchanged) and why, the member's answer to a
 server-side dry run of the write ("REFUSED by the member" when it refuses), the
 diff of the live copy against the planned one, and the drift the write would
-overwrite. It runs the controller's own stages; a Secret's values are never
+overwrite. With --what-if-down C, it plans as if cluster C had been down past
+any failover toleration: where the resource's failover policy would move its
+replicas or a surge copy (docs/failover.md), and what falls short. It runs the controller's own stages; a Secret's values are never
 printed. Members are reached with the credentials the host keeps for them (you
 need get on FederatedClusters and on Secrets in the control-plane namespace);
 a Pull cluster is planned from its agent's report, without a dry run.
@@ -85,7 +88,10 @@ const example = `  # What applying web.yaml would do, cluster by cluster
   fedwarden plan -f web.yaml -o json
 
   # What the controller would do next with the FederatedDeployment shop/web
-  fedwarden plan federateddeployment/web -n shop`
+  fedwarden plan federateddeployment/web -n shop
+
+  # Where web's replicas would go if cluster eu-2 failed
+  fedwarden plan fdeploy/web -n shop --what-if-down eu-2`
 
 // NewCommand returns `fedwarden plan`.
 func NewCommand(s streams.IO) *cobra.Command {
@@ -114,6 +120,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.StringVar(&o.plugins, "plugins", scheduler.DefaultPlugins, "scheduler plugins, as the controller-manager's flag of that name")
 	f.StringVar(&o.remediation, "default-remediation", string(typesv1beta1.RemediationEnforce),
 		"the remediation of resources whose driftPolicy names none, as the controller-manager's flag of that name: Enforce or Alert")
+	f.StringArrayVar(&o.down, "what-if-down", nil, "plan as if this cluster had been not Ready for longer than any failover toleration: where its replicas would go "+
+		"(spec.placement.failover), and what falls short; nothing is written or dry-run there; repeat it for several")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at, as the controller-manager's flag of that name; "+
 		"a member outside them is reported as an error without being contacted (default: any address)")
 	return cmd
@@ -155,6 +163,11 @@ func (o *options) validate() error {
 	}
 	if _, err := scheduler.Registry().ParseEnabled(o.plugins); err != nil {
 		errs = append(errs, fmt.Errorf("--plugins: %w", err))
+	}
+	for _, c := range o.down {
+		if msgs := validation.IsDNS1123Label(c); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("--what-if-down %q is not a cluster name: %s", c, strings.Join(msgs, "; ")))
+		}
 	}
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
 	networks, err := egress.ParseNetworks(o.memberNets)

@@ -773,3 +773,75 @@ func object(t *testing.T, doc string) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// TestPlanWhatIfDown plans a resource whose replicas a
+// ReplicaSchedulingPreference divides 2/2 as if member-2 had failed: under
+// its failover policy member-1 would run all 4, and member-2 is neither
+// contacted nor written; without a policy the plan says that an outage
+// moves nothing. Nothing is written.
+func TestPlanWhatIfDown(t *testing.T) {
+	b := shared.Bed(t)
+	t.Parallel()
+	ns := b.Namespace(t, "whatifdown")
+	for _, name := range []string{"divided", "unguarded"} {
+		policy := ""
+		if name == "divided" {
+			policy = "\n    failover: {tolerationSeconds: 30}"
+		}
+		place(t, b, ns, fmt.Sprintf(`apiVersion: types.kubefed.io/v1beta1
+kind: FederatedDeployment
+metadata: {name: %[1]s, namespace: %[2]s}
+spec:
+  placement:
+    clusters: [{name: %[3]s}, {name: %[4]s}]%[5]s
+  template:
+    spec:
+      replicas: 1
+      selector: {matchLabels: {app: %[1]s}}
+      template:
+        metadata: {labels: {app: %[1]s}}
+        spec: {containers: [{name: web, image: "nginx:1.25"}]}
+`, name, ns, member1, member2, policy), "deployment-"+name)
+		if err := b.Host.Create(t.Context(), object(t, fmt.Sprintf(`apiVersion: scheduling.kubefed.io/v1alpha1
+kind: ReplicaSchedulingPreference
+metadata: {name: %s, namespace: %s}
+spec: {targetKind: FederatedDeployment, totalReplicas: 4}
+`, name, ns))); err != nil {
+			t.Fatal(err)
+		}
+		poll.Eventually(t, settled, name+" divided 2/2", func(ctx context.Context) (bool, string) {
+			cpv := &typesv1beta1.ClusterPropagatedVersion{}
+			if err := b.Host.Get(ctx, client.ObjectKey{Namespace: ns, Name: "deployment-" + name}, cpv); err != nil {
+				return false, err.Error()
+			}
+			ok := len(cpv.Spec.Clusters) == 2
+			for _, pc := range cpv.Spec.Clusters {
+				ok = ok && pc.Replicas != nil && *pc.Replicas == 2
+			}
+			return ok, fmt.Sprintf("%+v", cpv.Spec.Clusters)
+		})
+	}
+	before := snapshot(t, b, ns)
+
+	stdout, stderr, code := run(t, b, "fdeploy/divided", "-n", ns, "--what-if-down", member2)
+	if code != 1 || !strings.Contains(stdout, "If member-2 were down past the toleration: cluster member-2 failed over at ") ||
+		!strings.Contains(stdout, "its 2 replicas run on the other Ready clusters, and its copy is kept") ||
+		!strings.Contains(stdout, "member-1: Update, wave 1/1 all, 4 replicas") ||
+		!strings.Contains(stdout, "member-2: Unchanged, wave 1/1 all, 2 replicas\n  why: planned as down (--what-if-down)") {
+		t.Errorf("plan --what-if-down of a resource with a failover policy: exit code %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("plan --what-if-down:\n%s%s", stdout, stderr)
+
+	stdout, stderr, code = run(t, b, "fdeploy/unguarded", "-n", ns, "--what-if-down", member2)
+	if code != 0 || !strings.Contains(stdout, "If member-2 were down past the toleration: no failover policy applies") {
+		t.Errorf("plan --what-if-down of a resource without a failover policy: exit code %d, want 0; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+
+	_, stderr, code = run(t, b, "fdeploy/divided", "-n", ns, "--what-if-down", "member-9")
+	if code != 2 || !strings.Contains(stderr, "--what-if-down member-9: no FederatedCluster of that name is joined") {
+		t.Errorf("plan --what-if-down of a cluster not joined: exit code %d, want 2; stderr:\n%s", code, stderr)
+	}
+	if after := snapshot(t, b, ns); after != before {
+		t.Errorf("plan wrote:\nbefore %s\nafter  %s", before, after)
+	}
+}

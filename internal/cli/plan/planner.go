@@ -41,6 +41,8 @@ type planner struct {
 	// dependencies is the controller's dependencies stage, which plan
 	// only asks (Plan).
 	dependencies *dependencies.Stage
+	// down are the clusters planned as failed (--what-if-down).
+	down []string
 }
 
 func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
@@ -57,6 +59,6 @@ func newPlanner(host *kubeconfig.Cluster, o *options) (*planner, error) {
 	return &planner{
 		host: c, disco: disco, scheme: c.Scheme(), members: memberdiff.NewMembers(o.controlPlane, o.networks, userAgent), scheduler: sched,
 		controlPlane: o.controlPlane, timeout: o.timeout, remediation: typesv1beta1.Remediation(o.remediation),
-		dependencies: dependencies.NewStage(c, c, nil),
+		dependencies: dependencies.NewStage(c, c, nil), down: o.down,
 	}, nil
 }

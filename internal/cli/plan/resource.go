@@ -68,6 +68,7 @@ func (p *planner) plan(ctx context.Context, s *subject) (*planreport.Report, err
 		in.engine.summarize(&in.rollout)
 	}
 	r := newReport(s, in)
+	r.Placement.Down = p.down
 	if r.Dependencies, err = p.planDependencies(ctx, s, pl); err != nil {
 		return nil, fmt.Errorf("%s: planning its dependencies: %w", s.describe(), err)
 	}
@@ -93,6 +94,7 @@ func newReport(s *subject, in *planInput) *planreport.Report {
 	if s.fromFile {
 		r.Source = "file"
 	}
+	r.Placement.Failover, _ = in.placed.Failover()
 	for _, v := range in.placed.decision.RuledOut {
 		r.Placement.RuledOut = append(r.Placement.RuledOut, planreport.Verdict{Cluster: v.Cluster, Plugin: v.Plugin, Reasons: nonNil(v.Reasons)})
 	}

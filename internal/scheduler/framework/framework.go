@@ -144,10 +144,11 @@ func (f *Framework) Schedule(s *State) Decision {
 }
 
 // keeps tells whether c keeps its place although p drops it: it holds a
-// copy, it is joined (an unjoined cluster has nothing to keep), and p's
-// verdict is about its state, not the user's intent.
+// copy, it is joined (an unjoined cluster has nothing to keep), p's
+// verdict is about its state, not the user's intent, and c is not a surge
+// whose failover ended (the failover policy's intent).
 func keeps(s *State, p Plugin, c *Cluster) bool {
-	return c.HasCopy && c.Joined && !isIntent(s, p)
+	return c.HasCopy && c.Joined && !isIntent(s, p) && !c.SurgeEnded
 }
 
 func isIntent(s *State, p Plugin) bool {

@@ -59,12 +59,29 @@ type Cluster struct {
 	// failover policy: it keeps its copy and the replicas it ran, which
 	// the other clusters run meanwhile (see replicadivision).
 	FailedOver bool
+	// Tolerated tells that the cluster is not Ready, but within the
+	// toleration of the workload's failover policy: plugins that rank
+	// clusters by readiness take it as serving still.
+	Tolerated bool
+	// SurgeEnded tells that the last decision chose the cluster as a
+	// surge, standing in for a failed-over cluster, and that none is
+	// failed over any more: a plugin that leaves it out drops its copy,
+	// the failover policy being the intent.
+	SurgeEnded bool
 }
+
+// Serving tells whether c runs its part of the workload, as far as
+// ranking goes: Ready, or within its failover toleration, and not failed
+// over.
+func (c *Cluster) Serving() bool { return (c.Ready || c.Tolerated) && !c.FailedOver }
 
 // Previous is a cluster's place in the last decision.
 type Previous struct {
 	// Replicas the cluster was given; nil when the template's.
 	Replicas *int32
+	// Surge tells that it was chosen standing in for a failed-over
+	// cluster.
+	Surge bool
 }
 
 // Scheduled tells whether the last decision placed the resource on c.

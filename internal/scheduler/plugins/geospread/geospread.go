@@ -169,11 +169,16 @@ func (t topology) group(clusters []framework.ScoredCluster) ([]group, []framewor
 	return groups, noKey
 }
 
-// compareClusters orders the clusters of a group: Ready first, then those
-// already scheduled (so a workload stays put unless its cluster is not
-// Ready), then higher score, then name.
+// compareClusters orders the clusters of a group: serving first (Ready,
+// or within a failover toleration, and not failed over), then those
+// already scheduled other than as a surge (so a workload stays put unless
+// its cluster fails, and returns to it after failback), then those
+// scheduled, then higher score, then name.
 func compareClusters(a, b framework.ScoredCluster) int {
-	if c := compareTrueFirst(a.Ready, b.Ready); c != 0 {
+	if c := compareTrueFirst(a.Serving(), b.Serving()); c != 0 {
+		return c
+	}
+	if c := compareTrueFirst(a.Scheduled() && !a.Previous.Surge, b.Scheduled() && !b.Previous.Surge); c != 0 {
 		return c
 	}
 	if c := compareTrueFirst(a.Scheduled(), b.Scheduled()); c != 0 {
@@ -207,10 +212,10 @@ func compareTrueFirst(a, b bool) int {
 	return 1
 }
 
-// keepsWorkload tells whether the workload already runs on a Ready cluster
-// of g.
+// keepsWorkload tells whether the workload already runs on a serving
+// cluster of g.
 func (g group) keepsWorkload() bool {
-	return slices.ContainsFunc(g.clusters, func(c framework.ScoredCluster) bool { return c.Ready && c.Scheduled() })
+	return slices.ContainsFunc(g.clusters, func(c framework.ScoredCluster) bool { return c.Serving() && c.Scheduled() })
 }
 
 // bestScore is the highest score of g's clusters.

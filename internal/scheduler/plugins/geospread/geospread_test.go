@@ -16,6 +16,14 @@ func scheduled(c *framework.Cluster) { c.Previous = &framework.Previous{} }
 
 func notReady(c *framework.Cluster) { c.Ready, c.NotReady = false, "ClusterUnreachable" }
 
+func tolerated(c *framework.Cluster) { c.Tolerated = true }
+
+func failedOver(c *framework.Cluster) { c.FailedOver = true }
+
+// surge marks a cluster the last decision chose standing in for a
+// failed-over one.
+func surge(c *framework.Cluster) { c.Previous = &framework.Previous{Surge: true} }
+
 func zone(z string) option { return func(c *framework.Cluster) { c.Zones = []string{z} } }
 
 // cluster is a Ready, joined candidate; tests list them in ranked order.
@@ -72,6 +80,30 @@ func TestSelect(t *testing.T) {
 				cluster("us-1", "us-east", 70, scheduled), cluster("eu-1", "eu-west", 60)},
 			wantChosen:  []string{"us-1", "eu-1"},
 			wantLeftOut: map[string]string{"eu-2": "region eu-west already has its 1 cluster (maxClustersPerGroup)"},
+		},
+		{
+			name:        "under a failover policy, a not-Ready scheduled cluster within its toleration stays",
+			constraints: []typesv1beta1.SpreadConstraint{onePerRegionInTwo},
+			ranked: []framework.ScoredCluster{cluster("eu-1", "eu-west", 95),
+				cluster("us-1", "us-east", 70, scheduled), cluster("eu-2", "eu-west", 60, scheduled, notReady, tolerated)},
+			wantChosen:  []string{"us-1", "eu-2"},
+			wantLeftOut: map[string]string{"eu-1": "region eu-west already has its 1 cluster (maxClustersPerGroup)"},
+		},
+		{
+			name:        "a failed-over cluster gives way to a surge in its region",
+			constraints: []typesv1beta1.SpreadConstraint{onePerRegionInTwo},
+			ranked: []framework.ScoredCluster{cluster("eu-2", "eu-west", 95, scheduled, notReady, failedOver),
+				cluster("us-1", "us-east", 70, scheduled), cluster("eu-1", "eu-west", 60)},
+			wantChosen:  []string{"us-1", "eu-1"},
+			wantLeftOut: map[string]string{"eu-2": "region eu-west already has its 1 cluster (maxClustersPerGroup)"},
+		},
+		{
+			name:        "after failback the cluster that failed over comes first again, before its surge",
+			constraints: []typesv1beta1.SpreadConstraint{onePerRegionInTwo},
+			ranked: []framework.ScoredCluster{cluster("eu-1", "eu-west", 95, surge),
+				cluster("us-1", "us-east", 70, scheduled), cluster("eu-2", "eu-west", 60, scheduled)},
+			wantChosen:  []string{"us-1", "eu-2"},
+			wantLeftOut: map[string]string{"eu-1": "region eu-west already has its 1 cluster (maxClustersPerGroup)"},
 		},
 		{
 			name:        "not-Ready scheduled cluster kept when its region has no other",
