@@ -96,7 +96,7 @@ func TestWaiveAfterAReport(t *testing.T) {
 		t.Fatalf("another writer's spec change: %v", err)
 	}
 	err := driftaction.Waive(ctx, host, &memberdiff.Resource{Fed: stale}, waiver("second"), false)
-	if err == nil || !strings.Contains(err.Error(), "changed since it was read: nothing was written") {
+	if err == nil || !strings.Contains(err.Error(), "changed since it was read (resourceVersion ") {
 		t.Fatalf("waiving on a spec read before another writer's change: %v; want it refused", err)
 	}
 	now = read()

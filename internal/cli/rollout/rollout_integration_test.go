@@ -395,29 +395,50 @@ func (tb *testBed) checkUndo(ctx context.Context, t *testing.T) {
 }
 
 // checkUndoStale has undo write over a resource that changed since it was
-// read: nothing is written.
+// read: a change of its labels alone is kept, and undo writes; a change
+// of its spec refuses the write, and nothing is written.
 func (tb *testBed) checkUndoStale(ctx context.Context, t *testing.T) {
-	o := &options{namespace: "shop", controlPlane: "kube-federation-system", requestTimeout: 30 * time.Second,
-		host: kubeconfig.Source{Path: tb.flags[1]}, ref: kindref.Ref{Kind: "fdeploy", Name: "web"}}
-	target, err := o.connect(ctx)
-	if err != nil {
-		t.Fatal(err)
+	stale := func(toRevision typesv1beta1.Revision) (*target, undoPlan) {
+		t.Helper()
+		o := &options{namespace: "shop", controlPlane: "kube-federation-system", requestTimeout: 30 * time.Second,
+			host: kubeconfig.Source{Path: tb.flags[1]}, ref: kindref.Ref{Kind: "fdeploy", Name: "web"}}
+		target, err := o.connect(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		revs, err := target.revisions(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := planUndo(target.describe(), revs, toRevision, engine.KeyOf(target.fed))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return target, plan
 	}
-	revs, err := target.revisions(ctx)
-	if err != nil {
-		t.Fatal(err)
+	meanwhile := func(patch string) *unstructured.Unstructured {
+		t.Helper()
+		if err := tb.c.Patch(ctx, tb.get(ctx, t, "FederatedDeployment", "shop", "web"), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+			t.Fatal(err)
+		}
+		return tb.get(ctx, t, "FederatedDeployment", "shop", "web")
 	}
-	plan, err := planUndo(target.describe(), revs, 3, engine.KeyOf(target.fed))
-	if err != nil {
-		t.Fatal(err)
+
+	// Someone labels the resource after undo read it: undo writes, and
+	// keeps the label.
+	target, plan := stale(3)
+	meanwhile(`{"metadata":{"labels":{"edited":"meanwhile"}}}`)
+	if err := target.undo(ctx, plan, true); err != nil {
+		t.Fatalf("undo after a change of the labels alone: %v", err)
 	}
-	// Someone writes the resource after undo read it.
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"edited":"meanwhile"}}}`))
-	if err := tb.c.Patch(ctx, tb.get(ctx, t, "FederatedDeployment", "shop", "web"), patch); err != nil {
-		t.Fatal(err)
+	if web := tb.get(ctx, t, "FederatedDeployment", "shop", "web"); web.GetLabels()["edited"] != "meanwhile" || web.GetAnnotations()[typesv1beta1.AnnotationAllAtOnce] == "" {
+		t.Errorf("undo after a change of the labels: labels %v, annotations %v; want the label kept and the undo written", web.GetLabels(), web.GetAnnotations())
 	}
-	before := tb.get(ctx, t, "FederatedDeployment", "shop", "web")
-	err = target.undo(ctx, plan, false)
+
+	// Someone changes its spec after undo read it: nothing is written.
+	target, plan = stale(1)
+	before := meanwhile(`{"spec":{"driftPolicy":{"remediation":"Alert"}}}`)
+	err := target.undo(ctx, plan, false)
 	if err == nil || !strings.Contains(err.Error(), "FederatedDeployment shop/web changed since it was read (resourceVersion "+target.fed.GetResourceVersion()+", now "+before.GetResourceVersion()+"), so nothing was written: run undo again") {
 		t.Errorf("undo of a stale read: %v", err)
 	}

@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -18,6 +18,7 @@ import (
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	engine "github.com/fedwarden/fedwarden/internal/rollout"
+	"github.com/fedwarden/fedwarden/internal/specwrite"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -156,25 +157,26 @@ func (t *target) undo(ctx context.Context, plan undoPlan, allAtOnce bool) error 
 	if allAtOnce {
 		annotation = strconv.FormatInt(int64(plan.next), 10)
 	}
-	patch, err := undoPatch(t.fed, c, annotation)
-	if err != nil {
-		return err
-	}
-	obj := t.fed.DeepCopy()
-	err = t.c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
-	if err == nil {
-		t.fed = obj
-		return nil
-	}
-	// A failed test of the resourceVersion comes back as an invalid
-	// request that does not say so: read the resource again to tell.
-	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
-		read := t.fed.GetResourceVersion()
-		now := &unstructured.Unstructured{}
-		now.SetGroupVersionKind(t.fed.GroupVersionKind())
-		if t.c.Get(ctx, t.key(), now) == nil && now.GetResourceVersion() != read {
-			return fmt.Errorf("%s changed since it was read (resourceVersion %s, now %s), so nothing was written: run undo again", t.describe(), read, now.GetResourceVersion())
+	var written *unstructured.Unstructured
+	err = specwrite.Write(ctx, t.c, t.fed, func(base *unstructured.Unstructured) error {
+		patch, err := undoPatch(base, c, annotation)
+		if err != nil {
+			return err
 		}
+		obj := base.DeepCopy()
+		if err := t.c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+			return err
+		}
+		written = obj
+		return nil
+	})
+	var changed *specwrite.ChangedError
+	switch {
+	case err == nil:
+		t.fed = written
+		return nil
+	case errors.As(err, &changed):
+		return fmt.Errorf("%s changed since it was read (resourceVersion %s, now %s), so nothing was written: run undo again", t.describe(), changed.Read, changed.Now)
 	}
 	return fmt.Errorf("writing revision %d's content into %s: %w", plan.from.Number, t.describe(), err)
 }
