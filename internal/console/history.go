@@ -30,7 +30,15 @@ type Episode struct {
 	Resync       string                       `json:"resync,omitempty"`
 	// Waiver is the waiver that kept the episode's edit, if one did.
 	Waiver *typesv1beta1.EpisodeWaiver `json:"waiver,omitempty"`
+	// Replicas and Surge are, for a failover episode (State FailedOver),
+	// the replicas that moved away from the cluster and the clusters that
+	// stood in for it.
+	Replicas *int32   `json:"replicas,omitempty"`
+	Surge    []string `json:"surge,omitempty"`
 }
+
+// stateFailedOver is the State of a failover episode.
+const stateFailedOver = "FailedOver"
 
 // History is one page of the fleet's ended episodes, newest first.
 type History struct {
@@ -61,6 +69,14 @@ func (ix *index) history(f Filter) History {
 				}
 				all = append(all, episode(r, c.cluster, e))
 			}
+		}
+		for _, e := range failoverEpisodes(r) {
+			if e.Open || len(f.Clusters) > 0 && !slices.Contains(f.Clusters, e.Cluster) ||
+				len(f.States) > 0 && !slices.ContainsFunc(f.States, func(s string) bool { return strings.EqualFold(s, stateFailedOver) }) ||
+				len(f.ResolvedBy) > 0 && !slices.ContainsFunc(f.ResolvedBy, func(s string) bool { return strings.EqualFold(s, string(e.ResolvedBy)) }) {
+				continue
+			}
+			all = append(all, e)
 		}
 	}
 	ix.mu.RUnlock()
@@ -114,6 +130,25 @@ func ledger(r *row) []Episode {
 			})
 		}
 	}
+	out = append(out, failoverEpisodes(r)...)
 	sortEpisodes(out)
+	return out
+}
+
+// failoverEpisodes are the episodes of r's failover ledger (the CPV's
+// status.failoverHistory), those going on Open.
+func failoverEpisodes(r *row) []Episode {
+	if r.cpv == nil {
+		return nil
+	}
+	var out []Episode
+	for _, e := range r.cpv.Status.FailoverHistory {
+		ep := Episode{Resource: r.id, Link: resourceLink(r), Cluster: string(e.Cluster), Start: e.Start, End: e.End, Open: e.End == nil,
+			State: stateFailedOver, ResolvedBy: typesv1beta1.Resolution(e.EndedBy), Replicas: e.Replicas}
+		for _, s := range e.Surge {
+			ep.Surge = append(ep.Surge, string(s))
+		}
+		out = append(out, ep)
+	}
 	return out
 }

@@ -226,3 +226,38 @@ func TestEmptyFleetEncodesLists(t *testing.T) {
 		}
 	}
 }
+
+// TestFailoverEpisodes shows a CPV's failover ledger beside its drift
+// episodes: an ended failover in the history, filtered by its state and
+// how it ended, and the one going on at the top of the resource's ledger.
+func TestFailoverEpisodes(t *testing.T) {
+	t.Parallel()
+	at := func(m int) metav1.Time { return metav1.NewTime(time.Date(2026, 12, 1, 10, m, 0, 0, time.UTC)) }
+	end := at(30)
+	web := cpv("shop", "web", []string{"a", "b"}, typesv1beta1.ClusterVersion{ClusterName: "a", State: typesv1beta1.InSync, DriftHistory: []typesv1beta1.DriftEpisode{
+		{Start: at(1), End: at(2), State: typesv1beta1.ModifiedOutOfBand, ResolvedBy: typesv1beta1.ResolvedByEnforce},
+	}})
+	web.Status.FailoverHistory = []typesv1beta1.FailoverEpisode{
+		{Cluster: "b", Start: at(10), End: &end, Replicas: new(int32(2)), Surge: []typesv1beta1.ClusterName{"c"}, EndedBy: typesv1beta1.FailoverEndedAutomatic},
+		{Cluster: "b", Start: at(40)},
+	}
+	ix := newIndex()
+	r := ix.upsert(web)
+	h := ix.history(Filter{Page: 1, PageSize: 10})
+	if h.Total != 2 || h.Episodes[0].State != "FailedOver" || h.Episodes[0].Cluster != "b" || h.Episodes[0].ResolvedBy != "Automatic" ||
+		*h.Episodes[0].Replicas != 2 || !slices.Equal(h.Episodes[0].Surge, []string{"c"}) {
+		t.Errorf("history: %+v; want the ended failover first, then the drift episode", h.Episodes)
+	}
+	if h := ix.history(ParseFilter(url.Values{"state": {"failedover"}})); h.Total != 1 || h.Episodes[0].State != "FailedOver" {
+		t.Errorf("state=failedover: %+v", h.Episodes)
+	}
+	if h := ix.history(ParseFilter(url.Values{"state": {"drifted"}})); h.Total != 1 || h.Episodes[0].State == "FailedOver" {
+		t.Errorf("state=drifted lists a failover: %+v", h.Episodes)
+	}
+	if h := ix.history(ParseFilter(url.Values{"resolvedBy": {"automatic"}})); h.Total != 1 {
+		t.Errorf("resolvedBy=automatic: %+v", h.Episodes)
+	}
+	if l := ledger(r); len(l) != 3 || !l[0].Open || l[0].State != "FailedOver" || l[0].Start.Minute() != 40 {
+		t.Errorf("the ledger: %+v; want the failover going on first", l)
+	}
+}

@@ -174,11 +174,13 @@ func (s *cpvStore) ensure(ctx context.Context, fed *unstructured.Unstructured, c
 
 // writeStatus writes the CPV status when it changed: the host applies
 // everything but the entries of Pull clusters, which their agents apply.
-func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, placed int, results []clusterResult, generation int64) error {
+func (s *cpvStore) writeStatus(ctx context.Context, cpv *typesv1beta1.ClusterPropagatedVersion, in *syncInput, t targets, results []clusterResult, generation int64) error {
 	key := client.ObjectKeyFromObject(cpv)
 	unsent := s.unsent.take(key)
 	base := withUnsentEntries(cpv.Status, unsent)
-	next := cpvStatus(base, in.v, placed, results, in.actedResync(), generation, metav1.NewTime(s.now()))
+	now := metav1.NewTime(s.now())
+	next := cpvStatus(base, in.v, len(t.names), results, in.actedResync(), generation, now)
+	next.FailoverHistory = failoverHistory(cpv.Status.FailoverHistory, t.failover, t.surge, metav1.NewTime(now.UTC().Truncate(time.Second)))
 	next.Resync = cpv.Status.Resync
 	if in.resync != "" {
 		next.Resync = in.resync

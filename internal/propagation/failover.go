@@ -2,6 +2,7 @@ package propagation
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +39,8 @@ type failoverState struct {
 	tolerated map[string]bool
 	// surge are the clusters the last decision chose as surges.
 	surge map[string]bool
+	// manual: the policy's failback is Manual.
+	manual bool
 }
 
 // tolerating is the clusters not Ready within the toleration, as the
@@ -68,7 +71,7 @@ func (f *failoverState) undecided() *failoverState {
 	if f == nil {
 		return nil
 	}
-	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next, tolerated: f.tolerated, surge: f.surge}
+	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next, tolerated: f.tolerated, surge: f.surge, manual: f.manual}
 }
 
 // clusters are the failed-over clusters, as the scheduler takes them.
@@ -98,7 +101,7 @@ func judgeFailover(fed *unstructured.Unstructured, placement typesv1beta1.Placem
 	requested, requestedFor := failbackRequest(fed)
 	var in []failover.Cluster
 	f := &failoverState{at: map[string]metav1.Time{}, replicas: map[string]int32{}, before: map[string]metav1.Time{},
-		tolerated: map[string]bool{}, surge: map[string]bool{}}
+		tolerated: map[string]bool{}, surge: map[string]bool{}, manual: policy.Failback == typesv1beta1.FailbackManual}
 	for _, pc := range cpv.Spec.Clusters {
 		name := string(pc.Name)
 		if pc.Replicas != nil {
@@ -225,6 +228,63 @@ func (f *failoverState) events() []failoverEvent {
 		out = append(out, failoverEvent{cluster: name, back: true, message: fmt.Sprintf(
 			"cluster %s failed back: Ready, its copy InSync and Healthy; its replicas (%d) return, the other clusters scale down, and surge copies go once none is failed over",
 			name, f.replicas[name])})
+	}
+	return out
+}
+
+// failoverHistory is the CPV's failover ledger after a sync: an episode
+// opens for each cluster failed over (f, nil without a policy that
+// applies) that has none open, records the surge clusters of the decision
+// while it lasts, and ends when its cluster is no longer failed over; the
+// newest MaxFailoverHistory are kept.
+func failoverHistory(old []typesv1beta1.FailoverEpisode, f *failoverState, surge []string, now metav1.Time) []typesv1beta1.FailoverEpisode {
+	out := make([]typesv1beta1.FailoverEpisode, 0, len(old)+1)
+	open := map[string]int{}
+	for _, ep := range old {
+		ep = *ep.DeepCopy()
+		if ep.End == nil {
+			open[string(ep.Cluster)] = len(out)
+		}
+		out = append(out, ep)
+	}
+	var at map[string]metav1.Time
+	if f != nil {
+		at = f.at
+	}
+	for _, name := range slices.Sorted(maps.Keys(at)) {
+		i, ok := open[name]
+		if !ok {
+			ep := typesv1beta1.FailoverEpisode{Cluster: typesv1beta1.ClusterName(name), Start: at[name]}
+			if n, divided := f.replicas[name]; divided {
+				ep.Replicas = &n
+			}
+			out = append(out, ep)
+			i = len(out) - 1
+		}
+		for _, s := range surge {
+			if !slices.Contains(out[i].Surge, typesv1beta1.ClusterName(s)) {
+				out[i].Surge = append(out[i].Surge, typesv1beta1.ClusterName(s))
+			}
+		}
+	}
+	for name, i := range open {
+		if _, still := at[name]; still {
+			continue
+		}
+		out[i].End = &now
+		out[i].EndedBy = typesv1beta1.FailoverEndedPolicy
+		if f != nil && slices.Contains(f.returned, name) {
+			out[i].EndedBy = typesv1beta1.FailoverEndedAutomatic
+			if f.manual {
+				out[i].EndedBy = typesv1beta1.FailoverEndedManual
+			}
+		}
+	}
+	if len(out) > typesv1beta1.MaxFailoverHistory {
+		out = out[len(out)-typesv1beta1.MaxFailoverHistory:]
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package propagation
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -173,5 +174,44 @@ func TestFailoverCondition(t *testing.T) {
 	ok, reason, _, set = back.condition(&metav1.Condition{Status: metav1.ConditionTrue})
 	if ok || !set || reason != typesv1beta1.ReasonFailedBack {
 		t.Errorf("condition after the last failback: %v %s; want False FailedBack", ok, reason)
+	}
+}
+
+func TestFailoverHistory(t *testing.T) {
+	t.Parallel()
+	t0 := metav1.NewTime(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
+	t1 := metav1.NewTime(t0.Add(time.Minute))
+	failedOver := &failoverState{at: map[string]metav1.Time{"c": t0}, replicas: map[string]int32{"a": 3, "c": 2}}
+	opened := failoverHistory(nil, failedOver, []string{"b"}, t0)
+	if len(opened) != 1 || opened[0].Cluster != "c" || !opened[0].Start.Equal(&t0) || opened[0].End != nil ||
+		opened[0].Replicas == nil || *opened[0].Replicas != 2 || !slices.Equal(opened[0].Surge, []typesv1beta1.ClusterName{"b"}) {
+		t.Fatalf("an episode opened: %+v", opened)
+	}
+	if again := failoverHistory(opened, failedOver, []string{"b"}, t1); !slices.EqualFunc(again, opened, func(a, b typesv1beta1.FailoverEpisode) bool { return a.Cluster == b.Cluster && a.End == nil && len(a.Surge) == 1 }) {
+		t.Errorf("a sync that changes nothing changed the ledger: %+v", again)
+	}
+	for _, tt := range []struct {
+		name string
+		f    *failoverState
+		want string
+	}{
+		{"failed back automatically", &failoverState{at: map[string]metav1.Time{}, returned: []string{"c"}}, typesv1beta1.FailoverEndedAutomatic},
+		{"failed back on the command", &failoverState{at: map[string]metav1.Time{}, returned: []string{"c"}, manual: true}, typesv1beta1.FailoverEndedManual},
+		{"the policy removed", nil, typesv1beta1.FailoverEndedPolicy},
+	} {
+		closed := failoverHistory(opened, tt.f, nil, t1)
+		if len(closed) != 1 || closed[0].End == nil || !closed[0].End.Equal(&t1) || closed[0].EndedBy != tt.want || opened[0].End != nil {
+			t.Errorf("%s: %+v; want the episode ended at %s by %s, the old ledger untouched", tt.name, closed, t1, tt.want)
+		}
+	}
+	var long []typesv1beta1.FailoverEpisode
+	for i := range typesv1beta1.MaxFailoverHistory {
+		long = append(long, typesv1beta1.FailoverEpisode{Cluster: typesv1beta1.ClusterName(fmt.Sprint("old-", i)), Start: t0, End: &t0})
+	}
+	if got := failoverHistory(long, failedOver, nil, t1); len(got) != typesv1beta1.MaxFailoverHistory || got[0].Cluster != "old-1" || got[len(got)-1].Cluster != "c" {
+		t.Errorf("a full ledger: %d episodes, first %s, last %s; want the oldest dropped", len(got), got[0].Cluster, got[len(got)-1].Cluster)
+	}
+	if got := failoverHistory(nil, nil, nil, t1); got != nil {
+		t.Errorf("no policy, no ledger: %+v", got)
 	}
 }

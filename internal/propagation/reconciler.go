@@ -264,7 +264,7 @@ func (r *Reconciler) recordVersions(ctx context.Context, s *syncState) (err erro
 	if s.cpv, err = r.record.ensure(ctx, s.fed, s.cpv, s.recordedTargets(), s.set, pullPlanOf(s)); err != nil {
 		return err
 	}
-	return r.record.writeStatus(ctx, s.cpv, s.in, len(s.t.names), s.results, s.fed.GetGeneration())
+	return r.record.writeStatus(ctx, s.cpv, s.in, s.t, s.results, s.fed.GetGeneration())
 }
 
 // requeue is when a synced resource is looked at again: soon when a

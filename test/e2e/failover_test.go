@@ -103,6 +103,10 @@ func TestFailover(t *testing.T) {
 	want := func(a, b, c int32) map[string]int32 { return map[string]int32{"fo-a": a, "fo-b": b, "fo-c": c} }
 	waitForReady(t, b, ns, "auto", want(2, 2, 2))
 	waitForReady(t, b, ns, "manual", want(1, 1, 1))
+	waitForFailoverCPV(t, b, ns, "manual", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool {
+		h := cpv.Status.FailoverHistory
+		return len(h) == 1 && h[0].EndedBy == typesv1beta1.FailoverEndedManual
+	})
 	waitForReady(t, b, ns, "steady", want(1, 1, 1))
 	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-c": 1})
 	setRegion(t, b, "fo-b", "r2")
@@ -170,6 +174,19 @@ func TestFailover(t *testing.T) {
 	}
 	if cpv := waitForFailoverCPV(t, b, ns, "spread", nil); len(surges(cpv)) > 0 || failedOverAt(cpv, failing) != nil {
 		t.Errorf("spread after failback: placed %+v; want no surge and nothing failed over", cpv.Spec.Clusters)
+	}
+
+	// The failover ledgers record each episode, with how it ended.
+	for name, want := range map[string]string{"auto": typesv1beta1.FailoverEndedAutomatic, "spread": typesv1beta1.FailoverEndedAutomatic} {
+		cpv := waitForFailoverCPV(t, b, ns, name, func(cpv *typesv1beta1.ClusterPropagatedVersion) bool {
+			h := cpv.Status.FailoverHistory
+			return len(h) == 1 && h[0].End != nil
+		})
+		ep := cpv.Status.FailoverHistory[0]
+		if ep.Cluster != typesv1beta1.ClusterName(failing) || ep.EndedBy != want || !ep.Start.Before(ep.End) ||
+			name == "auto" && (ep.Replicas == nil || *ep.Replicas != 2) || name == "spread" && !slices.Equal(ep.Surge, []typesv1beta1.ClusterName{"fo-b"}) {
+			t.Errorf("%s's failover ledger: %+v; want one episode of %s, ended %s, with its replicas or surge", name, ep, failing, want)
+		}
 	}
 
 	// Manual: the copy is current and the count over, yet it waits.

@@ -541,7 +541,54 @@ type ClusterPropagatedVersionStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// FailoverHistory is the resource's failover ledger: each time a
+	// placed cluster failed over under spec.placement.failover, oldest
+	// first, the last MaxFailoverHistory; an episode without an end is
+	// going on.
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	FailoverHistory []FailoverEpisode `json:"failoverHistory,omitempty"`
 }
+
+// MaxFailoverHistory bounds status.failoverHistory.
+const MaxFailoverHistory = 20
+
+// FailoverEpisode is one failover of one cluster: when its replicas moved
+// away, where surge copies stood in for it, and when they returned.
+type FailoverEpisode struct {
+	// Cluster that failed over.
+	Cluster ClusterName `json:"cluster"`
+	// Start is when it failed over (its spec.clusters[].failedOverAt).
+	Start metav1.Time `json:"start"`
+	// End is when it failed back; unset while the episode goes on.
+	// +optional
+	End *metav1.Time `json:"end,omitempty"`
+	// Replicas it ran, which the other clusters ran meanwhile; unset when
+	// its copies are not divided.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Surge are the clusters chosen to stand in for it with a copy.
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	// +optional
+	Surge []ClusterName `json:"surge,omitempty"`
+	// EndedBy says how it ended: Automatic (failbackAfterSeconds), Manual
+	// (fedwarden failback), or Policy (the failover policy was removed,
+	// or the cluster left the placement).
+	// +kubebuilder:validation:Enum=Automatic;Manual;Policy
+	// +optional
+	EndedBy string `json:"endedBy,omitempty"`
+}
+
+// How a failover episode ended (FailoverEpisode.EndedBy).
+const (
+	FailoverEndedAutomatic = "Automatic"
+	FailoverEndedManual    = "Manual"
+	FailoverEndedPolicy    = "Policy"
+)
 
 // Condition types of a ClusterPropagatedVersion.
 const (

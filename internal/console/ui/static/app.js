@@ -396,6 +396,9 @@
   function renderLedger(table, episodes, withResource) {
     const heads = (withResource ? ["resource"] : []).concat(["cluster", "state", "start", "end", "duration", "changed paths", "changed by",
       "versions before → after", "resolved by", "waived"]);
+    // failoverMoves says what a failover episode moved.
+    const failoverMoves = (e) => (e.replicas != null ? e.replicas + " replicas moved to the other clusters" : "copies kept") +
+      (e.surge && e.surge.length ? "; surge copies in " + e.surge.join(", ") : "");
     const dur = (a, b) => {
       const s = Math.round(((b ? new Date(b) : new Date()) - new Date(a)) / 1000);
       return s < 60 ? s + "s" : s < 3600 ? Math.floor(s / 60) + "m" + (s % 60) + "s" : Math.floor(s / 3600) + "h" + Math.floor((s % 3600) / 60) + "m";
@@ -405,8 +408,8 @@
     withResource ? el("td", {}, el("a", {href: e.link}, e.resource)) : null,
     el("td", {}, e.cluster), el("td", {class: "s-" + e.state}, e.state), el("td", {}, time(e.start)),
     el("td", {}, e.open ? "going on" : time(e.end)), el("td", {}, dur(e.start, e.end)),
-    el("td", {class: "mono"}, (e.changedPaths || []).join("\n")), el("td", {}, (e.changedBy || []).join(", ")),
-    el("td", {}, versions(e.before.templateVersion, e.before.overrideVersion) + (e.open ? "" : " → " + versions(e.after.templateVersion, e.after.overrideVersion))),
+    el("td", {class: "mono"}, e.state === "FailedOver" ? failoverMoves(e) : (e.changedPaths || []).join("\n")), el("td", {}, (e.changedBy || []).join(", ")),
+    el("td", {}, e.state === "FailedOver" ? "" : versions(e.before.templateVersion, e.before.overrideVersion) + (e.open ? "" : " → " + versions(e.after.templateVersion, e.after.overrideVersion))),
     el("td", {"data-testid": "resolved-by"}, e.open ? "" : e.resolvedBy + (e.resync ? " (" + e.resync + ")" : "")),
     el("td", {"data-testid": "waived"}, e.waiver ? time(e.waiver.since) + " → " + time(e.waiver.until) + ": " + e.waiver.reason + (e.waiver.owner ? " (" + e.waiver.owner + ")" : "") : "")));
     if (!rows.length) rows.push(el("tr", {}, el("td", {class: "empty", colspan: heads.length}, "No drift episode recorded.")));
@@ -453,7 +456,7 @@
       {name: "q", label: "text", placeholder: "kind/namespace/name", size: 20},
       {name: "ns", label: "namespace"}, {name: "kind", label: "kind"}, {name: "cluster", label: "cluster"},
       {name: "state", label: "state", options: STATES.slice(1, 8)},
-      {name: "resolvedBy", label: "resolved by", options: ["Enforce", "Resync", "TemplateChange", "Returned"]},
+      {name: "resolvedBy", label: "resolved by", options: ["Enforce", "Resync", "TemplateChange", "Returned", "Automatic", "Manual", "Policy"]},
     ]), probs, pagerBox, table);
     async function load() {
       const {ok, data} = await api("api/history?" + q.toString());
