@@ -187,7 +187,9 @@ func TestFailoverHistory(t *testing.T) {
 		opened[0].Replicas == nil || *opened[0].Replicas != 2 || !slices.Equal(opened[0].Surge, []typesv1beta1.ClusterName{"b"}) {
 		t.Fatalf("an episode opened: %+v", opened)
 	}
-	if again := failoverHistory(opened, failedOver, []string{"b"}, t1); !slices.EqualFunc(again, opened, func(a, b typesv1beta1.FailoverEpisode) bool { return a.Cluster == b.Cluster && a.End == nil && len(a.Surge) == 1 }) {
+	if again := failoverHistory(opened, failedOver, []string{"b"}, t1); !slices.EqualFunc(again, opened, func(a, b typesv1beta1.FailoverEpisode) bool {
+		return a.Cluster == b.Cluster && a.End == nil && len(a.Surge) == 1
+	}) {
 		t.Errorf("a sync that changes nothing changed the ledger: %+v", again)
 	}
 	for _, tt := range []struct {
