@@ -84,6 +84,8 @@ func TestFailover(t *testing.T) {
 		KWOK:       true,
 	}, hungProbes, args...)
 	enableDeploymentsIn(t, b.Host)
+	began := time.Now()
+	phase := func(what string) { t.Logf("%s: %s", time.Since(began).Round(100*time.Millisecond), what) }
 	ns := testNamespace(t, b.Host)
 	const policy = "{tolerationSeconds: 8, failbackAfterSeconds: 10}"
 	for _, manifest := range []string{
@@ -103,16 +105,13 @@ func TestFailover(t *testing.T) {
 	want := func(a, b, c int32) map[string]int32 { return map[string]int32{"fo-a": a, "fo-b": b, "fo-c": c} }
 	waitForReady(t, b, ns, "auto", want(2, 2, 2))
 	waitForReady(t, b, ns, "manual", want(1, 1, 1))
-	waitForFailoverCPV(t, b, ns, "manual", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool {
-		h := cpv.Status.FailoverHistory
-		return len(h) == 1 && h[0].EndedBy == typesv1beta1.FailoverEndedManual
-	})
 	waitForReady(t, b, ns, "steady", want(1, 1, 1))
 	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-c": 1})
 	setRegion(t, b, "fo-b", "r2")
 	uid := bedDeployment(t, b, failing, ns, "auto").UID
 	spreadUID := bedDeployment(t, b, failing, ns, "spread").UID
 
+	phase("every copy ready; freezing "+failing)
 	frozen := frozenMember(t, b, failing)
 	frozen.freeze(t)
 	frozenAt := time.Now()
@@ -130,6 +129,7 @@ func TestFailover(t *testing.T) {
 		}
 		waitForConditionOf(t, b.Host, "FederatedDeployment", ns, name, typesv1beta1.FederatedFailedOver, metav1.ConditionTrue, typesv1beta1.ReasonFailedOver, "cluster "+failing+" failed over at")
 	}
+	phase("divided replicas moved")
 	// A spread placement gets a surge copy in fo-b, fo-c keeping its own.
 	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-b": 1})
 	cpv := waitForFailoverCPV(t, b, ns, "spread", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool { return failedOverAt(cpv, failing) != nil })
@@ -141,18 +141,20 @@ func TestFailover(t *testing.T) {
 		t.Errorf("steady, without a failover policy, during the outage: %v; want 1/1/1 kept", got)
 	}
 
-	// A controller-manager that crashes mid-failover goes on, restarted,
-	// from what the CPVs record: nothing fails over again, and failback
-	// follows.
+	// The controller-manager crashes mid-failover, and fo-c comes back
+	// before a new one starts: it goes on from what the CPVs record,
+	// failing nothing over again, and fails back. (A controller-manager
+	// started while a member hangs waits for it before its controllers
+	// run: about a minute more.)
+	phase("surge copy up; killing the controller-manager")
 	cm.Kill()
-	startControllerManager(t, b, hungProbes, args...)
-
 	frozen.thaw(t)
 	thawedAt := time.Now()
+	startControllerManager(t, b, hungProbes, args...)
 	// Automatic: back after failbackAfterSeconds with its copy Healthy, its
 	// replicas return to the same Deployment, and the others scale down.
 	waitForReady(t, b, ns, "auto", want(2, 2, 2))
-	t.Logf("%s thawed: 2/2/2 again %s later (failbackAfter 10 s)", failing, time.Since(thawedAt).Round(100*time.Millisecond))
+	t.Logf("%s thawed and a controller-manager started: 2/2/2 again %s later (failbackAfter 10 s)", failing, time.Since(thawedAt).Round(100*time.Millisecond))
 	if got := bedDeployment(t, b, failing, ns, "auto").UID; got != uid {
 		t.Errorf("the failed member's Deployment is a new object (UID %s, was %s); want the same one throughout", got, uid)
 	}
@@ -163,6 +165,7 @@ func TestFailover(t *testing.T) {
 	}
 	waitForConditionOf(t, b.Host, "FederatedDeployment", ns, "auto", typesv1beta1.FederatedFailedOver, metav1.ConditionFalse, typesv1beta1.ReasonFailedBack, "every placed cluster runs its own replicas again")
 
+	phase("failed back")
 	// The surge copy goes once fo-c is back and healthy; fo-c's stayed.
 	poll.Eventually(t, time.Minute, "the surge copy in fo-b removed", func(ctx context.Context) (bool, string) {
 		d := &appsv1.Deployment{}
@@ -189,6 +192,7 @@ func TestFailover(t *testing.T) {
 		}
 	}
 
+	phase("surge copy gone, ledgers checked")
 	// Manual: the copy is current and the count over, yet it waits.
 	waitForConditionOf(t, b.Host, "FederatedDeployment", ns, "manual", typesv1beta1.FederatedFailedOver, metav1.ConditionTrue, typesv1beta1.ReasonFailedOver, "fedwarden failback")
 	if got := placedReplicas(waitForFailoverCPV(t, b, ns, "manual", nil)); !maps.Equal(got, want(2, 1, 1)) {
@@ -209,7 +213,12 @@ func TestFailover(t *testing.T) {
 		t.Fatalf("fedwarden failback: want exit 0\n%s", r)
 	}
 	waitForReady(t, b, ns, "manual", want(1, 1, 1))
+	waitForFailoverCPV(t, b, ns, "manual", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool {
+		h := cpv.Status.FailoverHistory
+		return len(h) == 1 && h[0].EndedBy == typesv1beta1.FailoverEndedManual
+	})
 
+	phase("manual failed back on the command")
 	// An outage of every member moves nothing, however long it lasts.
 	var all []*frozenCluster
 	for _, m := range failoverMembers {
@@ -221,6 +230,7 @@ func TestFailover(t *testing.T) {
 	for _, m := range failoverMembers {
 		waitForCondition(t, b.Host, m, corev1beta1.ClusterReady, metav1.ConditionFalse, corev1beta1.ReasonClusterUnreachable, hungProbes.failedWithin())
 	}
+	phase("every member not Ready")
 	// Past the toleration, and two resyncs more, every member still down.
 	time.Sleep(8*time.Second + 2*5*time.Second)
 	for _, name := range []string{"auto", "manual"} {
