@@ -111,7 +111,7 @@ func TestFailover(t *testing.T) {
 	uid := bedDeployment(t, b, failing, ns, "auto").UID
 	spreadUID := bedDeployment(t, b, failing, ns, "spread").UID
 
-	phase("every copy ready; freezing "+failing)
+	phase("every copy ready; freezing " + failing)
 	frozen := frozenMember(t, b, failing)
 	frozen.freeze(t)
 	frozenAt := time.Now()
