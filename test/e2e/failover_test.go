@@ -34,14 +34,10 @@ var (
 	failing         = "fo-c"
 )
 
-// dividedDeployment is a FederatedDeployment of Pods that run on each
-// member's KWOK Node, placed on the failover bed's members, with a
-// ReplicaSchedulingPreference dividing total replicas evenly, and the
-// failover policy given (none when empty).
-func dividedDeployment(name, ns string, total int, failover string) string {
-	if failover != "" {
-		failover = "\n    failover: " + failover
-	}
+// kwokDeployment is a FederatedDeployment of one replica of Pods that run
+// on each member's KWOK Node, with the placement given (YAML, indented as
+// spec.placement's fields).
+func kwokDeployment(name, ns, placement string) string {
 	return fmt.Sprintf(`
 apiVersion: types.kubefed.io/v1beta1
 kind: FederatedDeployment
@@ -57,15 +53,24 @@ spec:
           nodeName: %[3]s
           containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
   placement:
-    clusters: [{name: fo-a}, {name: fo-b}, {name: fo-c}]%[4]s
----
+%[4]s
+`, name, ns, fedtest.KWOKNodeName, placement)
+}
+
+// dividedDeployment is a kwokDeployment placed on the failover bed's
+// members, with a ReplicaSchedulingPreference dividing total replicas
+// evenly, and the failover policy given (none when empty).
+func dividedDeployment(name, ns string, total int, failover string) string {
+	placement := "    clusters: [{name: fo-a}, {name: fo-b}, {name: fo-c}]"
+	if failover != "" {
+		placement += "\n    failover: " + failover
+	}
+	return kwokDeployment(name, ns, placement) + fmt.Sprintf(`---
 apiVersion: scheduling.kubefed.io/v1alpha1
 kind: ReplicaSchedulingPreference
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  targetKind: FederatedDeployment
-  totalReplicas: %[5]d
-`, name, ns, fedtest.KWOKNodeName, failover, total)
+metadata: {name: %s, namespace: %s}
+spec: {targetKind: FederatedDeployment, totalReplicas: %d}
+`, name, ns, total)
 }
 
 // A member whose API server hangs fails over: after the toleration, the
@@ -245,29 +250,10 @@ func TestFailover(t *testing.T) {
 	}
 }
 
-// spreadDeployment is a FederatedDeployment of one replica on each
-// member's KWOK Node, placed on one cluster per region of the failover
-// bed's members, under the failover policy given.
+// spreadDeployment is a kwokDeployment in one cluster per region of the
+// failover bed's members, under the failover policy given.
 func spreadDeployment(name, ns, failover string) string {
-	return fmt.Sprintf(`
-apiVersion: types.kubefed.io/v1beta1
-kind: FederatedDeployment
-metadata: {name: %[1]s, namespace: %[2]s}
-spec:
-  template:
-    spec:
-      replicas: 1
-      selector: {matchLabels: {app: %[1]s}}
-      template:
-        metadata: {labels: {app: %[1]s}}
-        spec:
-          nodeName: %[3]s
-          containers: [{name: web, image: "nginx:1.27", imagePullPolicy: IfNotPresent}]
-  placement:
-    clusterSelector: {}
-    spreadConstraints: [{spreadBy: region, maxClustersPerGroup: 1}]
-    failover: %[4]s
-`, name, ns, fedtest.KWOKNodeName, failover)
+	return kwokDeployment(name, ns, "    clusterSelector: {}\n    spreadConstraints: [{spreadBy: region, maxClustersPerGroup: 1}]\n    failover: "+failover)
 }
 
 // setRegion sets the region of member's FederatedCluster.
