@@ -148,9 +148,10 @@ func TestFailover(t *testing.T) {
 
 	// The controller-manager crashes mid-failover, and fo-c comes back
 	// before a new one starts: it goes on from what the CPVs record,
-	// failing nothing over again, and fails back. (A controller-manager
-	// started while a member hangs waits for it before its controllers
-	// run: about a minute more.)
+	// failing nothing over again, and fails back. (Started while fo-c
+	// hangs, the new one runs its controllers at once, but the test bed's
+	// leak scanner, which watches every cluster again for a new
+	// controller-manager, waits about a minute for fo-c first.)
 	phase("surge copy up; killing the controller-manager")
 	cm.Kill()
 	frozen.thaw(t)
