@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -142,5 +143,39 @@ func TestRolloutInputClusters(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("clusters %v, want %d", got, len(want))
+	}
+}
+
+// TestAHeldClusterTakesFailedOverReplicasAtItsRevision: a cluster a rollout
+// in waves holds at an earlier revision, given more replicas because
+// another failed over, runs them at its own revision: failover changes
+// counts, never pushes a held revision early.
+func TestAHeldClusterTakesFailedOverReplicasAtItsRevision(t *testing.T) {
+	t.Parallel()
+	const doc = `{"apiVersion": "types.kubefed.io/v1beta1", "kind": "FederatedDeployment", "metadata": {"name": "web", "namespace": "shop"},
+		"spec": {"template": {"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}}}}`
+	fed := &unstructured.Unstructured{}
+	if err := fed.UnmarshalJSON([]byte(doc)); err != nil {
+		t.Fatal(err)
+	}
+	held := rollout.Revision{Number: 1, Template: map[string]any{"spec": map[string]any{"replicas": int64(2),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx:1.25"}}}}}}}
+	failedOver := targets{names: []string{"a", "c"}, replicas: map[string]int32{"a": 3, "c": 2},
+		failover: &failoverState{at: map[string]metav1.Time{"c": metav1.Now()}}}
+	in, err := revisionInput(fed, held, &typesv1beta1.ClusterPropagatedVersion{}, failedOver)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copyOfA, err := deploymentType.Render(in.fed, in.spec, "a", replicasIn(in.replicas, "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var image string
+	if containers, _, _ := unstructured.NestedSlice(copyOfA.Object, "spec", "template", "spec", "containers"); len(containers) == 1 {
+		image, _ = containers[0].(map[string]any)["image"].(string)
+	}
+	replicas, _, _ := unstructured.NestedInt64(copyOfA.Object, "spec", "replicas")
+	if image != "nginx:1.25" || replicas != 3 {
+		t.Errorf("the held cluster's copy: image %q, %d replicas; want its revision's nginx:1.25 with the 3 replicas failover gave it", image, replicas)
 	}
 }
