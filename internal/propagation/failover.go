@@ -52,17 +52,18 @@ func (f *failoverState) tolerating() map[string]bool {
 	return f.tolerated
 }
 
-// surgeOf tells whether the decision that places cluster (placed before,
-// when previous) chooses it as a surge: while a cluster is failed over, a
-// cluster newly chosen is one, and one chosen so stays so.
-func (f *failoverState) surgeOf(cluster string, previous bool) bool {
+// surgeOf tells whether the decision that places cluster chooses it as a
+// surge: while a cluster is failed over, a cluster the last decision
+// (previous) did not place is one, and one chosen so stays so. It looks
+// at previous only under a failover, off the hot path of every sync.
+func (f *failoverState) surgeOf(cluster string, previous []typesv1beta1.PlacedCluster) bool {
 	if f == nil || len(f.at) == 0 {
 		return false
 	}
 	if _, failed := f.at[cluster]; failed {
 		return false
 	}
-	return !previous || f.surge[cluster]
+	return f.surge[cluster] || !slices.ContainsFunc(previous, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == cluster })
 }
 
 // undecided is f when no decision could be made: the clusters stay failed
@@ -71,7 +72,9 @@ func (f *failoverState) undecided() *failoverState {
 	if f == nil {
 		return nil
 	}
-	return &failoverState{at: f.before, replicas: f.replicas, before: f.before, waiting: f.waiting, next: f.next, tolerated: f.tolerated, surge: f.surge, manual: f.manual}
+	kept := *f
+	kept.at, kept.failed, kept.returned = f.before, nil, nil
+	return &kept
 }
 
 // clusters are the failed-over clusters, as the scheduler takes them.
@@ -182,13 +185,17 @@ func seconds(s *int32, def int32) time.Duration {
 	return time.Duration(max(*s, 0)) * time.Second
 }
 
-// condition is the FailedOver condition the judgement makes: True while a
-// cluster is failed over, False once the last has failed back; ok is false
-// when the resource has none to say (never failed over).
+// condition is the FailedOver condition the judgement makes (f is nil
+// when no failover policy applies): True while a cluster is failed over,
+// False once the last has failed back, or the policy no longer applies;
+// ok is false when the resource has none to say (never failed over).
 func (f *failoverState) condition(old *metav1.Condition) (status bool, reason, msg string, ok bool) {
-	if len(f.at) == 0 {
+	if f == nil || len(f.at) == 0 {
 		if old == nil || old.Status != metav1.ConditionTrue {
 			return false, "", "", false
+		}
+		if f == nil {
+			return false, typesv1beta1.ReasonFailedBack, "no failover policy applies any more: every placed cluster runs its own replicas again", true
 		}
 		return false, typesv1beta1.ReasonFailedBack, "every placed cluster runs its own replicas again", true
 	}

@@ -175,6 +175,14 @@ func TestFailoverCondition(t *testing.T) {
 	if ok || !set || reason != typesv1beta1.ReasonFailedBack {
 		t.Errorf("condition after the last failback: %v %s; want False FailedBack", ok, reason)
 	}
+	var none *failoverState // the policy removed while a cluster was failed over
+	ok, reason, msg, set = none.condition(&metav1.Condition{Status: metav1.ConditionTrue})
+	if ok || !set || reason != typesv1beta1.ReasonFailedBack || !strings.Contains(msg, "no failover policy applies any more") {
+		t.Errorf("condition once no policy applies: %v %s %q; want False FailedBack, saying why", ok, reason, msg)
+	}
+	if _, _, _, set := none.condition(nil); set {
+		t.Error("a resource without a policy that never failed over got a FailedOver condition")
+	}
 }
 
 func TestFailoverHistory(t *testing.T) {

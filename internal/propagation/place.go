@@ -199,8 +199,7 @@ func (p *placer) schedule(ctx context.Context, fed *unstructured.Unstructured, s
 		if p.Replicas != nil {
 			t.replicas[p.Name] = *p.Replicas
 		}
-		previous := slices.ContainsFunc(cpv.Spec.Clusters, func(pc typesv1beta1.PlacedCluster) bool { return string(pc.Name) == p.Name })
-		if fo.surgeOf(p.Name, previous) {
+		if fo.surgeOf(p.Name, cpv.Spec.Clusters) {
 			t.surge = append(t.surge, p.Name)
 		}
 	}

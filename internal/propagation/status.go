@@ -113,10 +113,8 @@ func federatedStatus(old typesv1beta1.FederatedStatus, typ Type, t targets, resu
 		reason, message = t.namespaceReason, t.namespaceMessage
 	}
 	setCondition(&st.Conditions, typesv1beta1.FederatedPropagated, reason == typesv1beta1.ReasonPropagated || reason == typesv1beta1.ReasonNoClusters, reason, message, generation, now)
-	if t.failover != nil {
-		if ok, reason, message, set := t.failover.condition(meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedFailedOver)); set {
-			setCondition(&st.Conditions, typesv1beta1.FederatedFailedOver, ok, reason, message, generation, now)
-		}
+	if ok, reason, message, set := t.failover.condition(meta.FindStatusCondition(old.Conditions, typesv1beta1.FederatedFailedOver)); set {
+		setCondition(&st.Conditions, typesv1beta1.FederatedFailedOver, ok, reason, message, generation, now)
 	}
 	return st
 }
