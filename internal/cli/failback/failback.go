@@ -107,30 +107,11 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err := o.validate(); err != nil {
 		return streams.UsageError(err)
 	}
-	host, err := kubeconfig.Load(o.host)
-	if err != nil {
-		return streams.UsageError(err)
-	}
-	c, disco, err := host.Clients(o.timeout)
+	target, err := kindref.Open(ctx, o.host, o.ref, o.namespace, o.timeout)
 	if err != nil {
 		return err
 	}
-	resolver, err := kindref.NewResolver(ctx, c, disco)
-	if err != nil {
-		return err
-	}
-	kind, err := resolver.Resolve(o.ref.Kind)
-	if errors.Is(err, kindref.ErrUnknownKind) {
-		return streams.UsageError(err)
-	}
-	if err != nil {
-		return err
-	}
-	namespace, err := kubeconfig.Namespace(o.namespace, o.host)
-	if err != nil {
-		return streams.UsageError(err)
-	}
-	key := kind.Key(o.ref.Name, namespace)
+	c, kind, key := target.Client, target.Kind, target.Key
 	fed, err := kind.Get(ctx, c, key)
 	if err != nil {
 		return err
