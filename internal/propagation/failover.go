@@ -153,6 +153,12 @@ func judgeFailover(fed *unstructured.Unstructured, placement typesv1beta1.Placem
 		}
 	}
 	f.failed, f.returned, f.waiting, f.next = v.Fail, v.Return, v.Waiting, v.Next
+	if raw, set := fed.GetAnnotations()[typesv1beta1.AnnotationFailbackRequested]; set && requested.IsZero() {
+		for name := range f.at {
+			f.waiting[name] = fmt.Sprintf("%s; the annotation %s %q is not an RFC 3339 time, so it asks for nothing: run fedwarden failback",
+				f.waiting[name], typesv1beta1.AnnotationFailbackRequested, raw)
+		}
+	}
 	return f
 }
 

@@ -109,6 +109,16 @@ func TestJudgeFailover(t *testing.T) {
 			waiting:     "fedwarden failback",
 		},
 		{
+			name:        "Manual: a request that cannot be read is said to ask for nothing",
+			policy:      manual,
+			clusters:    []corev1beta1.FederatedCluster{cluster("a", true, time.Hour), cluster("c", true, 5*time.Minute)},
+			placed:      []typesv1beta1.PlacedCluster{placed("a", 4, nil), placed("c", 2, &earlier)},
+			versions:    current("a", "c"),
+			annotations: map[string]string{typesv1beta1.AnnotationFailbackRequested: "yesterday"},
+			wantAt:      []string{"c"},
+			waiting:     `"yesterday" is not an RFC 3339 time, so it asks for nothing`,
+		},
+		{
 			name:        "Manual: a request since the failover returns it",
 			policy:      manual,
 			clusters:    []corev1beta1.FederatedCluster{cluster("a", true, time.Hour), cluster("c", true, 5*time.Minute)},
