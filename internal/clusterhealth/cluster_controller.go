@@ -127,7 +127,12 @@ func (r *Reconciler) Visit(cluster string) {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// A member whose breaker finds it not answering is probed at once, so
 	// that it is reported Offline in seconds, not after the thresholds.
-	r.cache.OnNotAnswering(r.Visit)
+	log := mgr.GetLogger().WithValues("controller", ControllerName)
+	r.cache.OnNotAnswering(func(cluster string) {
+		breakerTrips.WithLabelValues(cluster).Inc()
+		log.Info("Requests to the member got no answer in time; they are paused and the member is probed now", "cluster", cluster)
+		r.Visit(cluster)
+	})
 	// Replicas that share the clusters each probe their own.
 	leaderOnly := r.opts.Serves == nil
 	return ctrl.NewControllerManagedBy(mgr).

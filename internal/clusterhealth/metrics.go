@@ -19,10 +19,14 @@ var (
 		Name: "fedwarden_cluster_status_writes_total",
 		Help: "FederatedCluster status updates written by the health controller.",
 	}, []string{"cluster"})
+	breakerTrips = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "fedwarden_cluster_breaker_trips_total",
+		Help: "Times the member's breaker found it not answering (requests waited with no answer) and paused requests to it.",
+	}, []string{"cluster"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(readyGauge, probeDuration, statusWrites)
+	ctrlmetrics.Registry.MustRegister(readyGauge, probeDuration, statusWrites, breakerTrips)
 }
 
 var outcomeNames = map[outcome]string{
@@ -38,4 +42,5 @@ func forgetMetrics(cluster string) {
 	readyGauge.DeleteLabelValues(cluster)
 	probeDuration.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 	statusWrites.DeleteLabelValues(cluster)
+	breakerTrips.DeleteLabelValues(cluster)
 }

@@ -135,6 +135,11 @@ func TestFailover(t *testing.T) {
 		waitForConditionOf(t, b.Host, "FederatedDeployment", ns, name, typesv1beta1.FederatedFailedOver, metav1.ConditionTrue, typesv1beta1.ReasonFailedOver, "cluster "+failing+" failed over at")
 	}
 	phase("divided replicas moved")
+	// The hung member tripped its breaker (its probes wait longer than the
+	// stall timeout), which the metrics count.
+	if trips := cm.breakerTrips(t, failing); trips < 1 {
+		t.Errorf("%s hung: fedwarden_cluster_breaker_trips_total = %v; want at least 1", failing, trips)
+	}
 	// A spread placement gets a surge copy in fo-b, fo-c keeping its own.
 	waitForReady(t, b, ns, "spread", map[string]int32{"fo-a": 1, "fo-b": 1})
 	cpv := waitForFailoverCPV(t, b, ns, "spread", func(cpv *typesv1beta1.ClusterPropagatedVersion) bool { return failedOverAt(cpv, failing) != nil })
