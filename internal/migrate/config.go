@@ -39,7 +39,7 @@ var configFields = []configField{
 	{path: []string{"scope"}, reason: "Fedwarden's control plane watches federated resources in every namespace; a Namespaced scope is not kept"},
 	{path: []string{"controllerDuration", "availableDelay"}, reason: "no equivalent: Fedwarden syncs a resource when it or its copies change"},
 	{path: []string{"controllerDuration", "unavailableDelay"}, reason: "no equivalent: an unreachable cluster is retried with backoff (--propagation-retry-period)"},
-	{path: []string{"controllerDuration", "cacheSyncTimeout"}, reason: "no equivalent: see --startup-timeout and --member-list-timeout"},
+	{path: []string{"controllerDuration", "cacheSyncTimeout"}, reason: "no equivalent: see --host-list-timeout, --member-list-timeout and --startup-timeout"},
 	{path: []string{"leaderElect", "leaseDuration"}, reason: "Fedwarden elects its leader with its own Lease (--leader-election-id) and controller-runtime's timings"},
 	{path: []string{"leaderElect", "renewDeadline"}, reason: "Fedwarden elects its leader with its own Lease and controller-runtime's timings"},
 	{path: []string{"leaderElect", "retryPeriod"}, reason: "Fedwarden elects its leader with its own Lease and controller-runtime's timings"},

@@ -42,6 +42,10 @@ type Options struct {
 	Workers int
 	// MemberListTimeout bounds the first list of a type in a member.
 	MemberListTimeout time.Duration
+	// HostListTimeout bounds a type controller's first list of its
+	// federated kind and the CPVs on the host: past it the controller gives
+	// up, its FederatedTypeConfig says so, and it is started again.
+	HostListTimeout time.Duration
 	// RetryPeriod is when a resource with an unreachable or failing
 	// cluster is looked at again, besides the events that trigger it.
 	RetryPeriod time.Duration
@@ -79,6 +83,7 @@ func DefaultOptions() Options {
 	return Options{
 		Workers:            16,
 		MemberListTimeout:  30 * time.Second,
+		HostListTimeout:    2 * time.Minute,
 		RetryPeriod:        30 * time.Second,
 		DefaultRemediation: typesv1beta1.RemediationEnforce,
 		MaxWaiver:          drift.DefaultMaxWaiver,
@@ -189,6 +194,7 @@ func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller
 	ctrl, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
 		Reconciler:              r,
 		MaxConcurrentReconciles: r.opts.Workers,
+		CacheSyncTimeout:        r.opts.HostListTimeout,
 		SkipNameValidation:      new(true),
 		Logger:                  mgr.GetLogger(),
 		// A panic in a sync is an error: logged once, retried with

@@ -112,15 +112,17 @@ func TestADeadPropagationControllerShowsNotRunning(t *testing.T) {
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "restricted.kubeconfig")
 	writeUserKubeconfig(t, kubeconfig, cfg)
-	startControllerManager(t, bed, steadyProbes, "--kubeconfig", kubeconfig)
+	// The controller gives up on its first list after --host-list-timeout
+	// (controller-runtime's two minutes by default).
+	startControllerManager(t, bed, steadyProbes, "--kubeconfig", kubeconfig, "--host-list-timeout", "15s")
 
 	createObject(t, host, decode(t, deploymentsTypeConfig))
 	waitForTypeConfigState(t, host, "deployments.apps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonControllerFailed, time.Minute+loadSlack,
 		"cannot list FederatedDeployment", "forbidden", restrictedUser)
-	// controller-runtime gives up waiting for the list after its cache sync
-	// timeout (two minutes): the controller's Start returns an error. The
-	// status says so too, and the controller is started again.
-	waitForTypeConfigState(t, host, "deployments.apps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonControllerFailed, 3*time.Minute+loadSlack,
+	// The controller gives up waiting for the list after the timeout: its
+	// Start returns an error. The status says so too, and the controller is
+	// started again.
+	waitForTypeConfigState(t, host, "deployments.apps", corev1beta1.ControllerStatusNotRunning, corev1beta1.ReasonControllerFailed, time.Minute+loadSlack,
 		"cannot list FederatedDeployment", "forbidden", "it gave up once and was started again (the propagation controller of deployments.apps: ")
 
 	// Granted the right, it works: Running, and it syncs a resource.

@@ -154,6 +154,8 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.propagation.Workers, "propagation-workers", o.propagation.Workers, "federated resources of one type synced at the same time")
 	f.DurationVar(&o.propagation.RetryPeriod, "propagation-retry-period", o.propagation.RetryPeriod, "how soon a resource that could not reach every cluster is synced again")
 	f.DurationVar(&o.propagation.MemberListTimeout, "member-list-timeout", o.propagation.MemberListTimeout, "how long the first list of a type in a member may take")
+	f.DurationVar(&o.propagation.HostListTimeout, "host-list-timeout", o.propagation.HostListTimeout, "how long a type's propagation controller waits for its first list of the federated kind on the host "+
+		"(as when it may not list it) before it gives up, says so in the FederatedTypeConfig and is started again")
 	f.StringVar((*string)(&o.propagation.DefaultRemediation), "default-remediation", string(o.propagation.DefaultRemediation), "what to do when a member's copy drifts, for resources whose driftPolicy names nothing: Enforce (re-apply at once) or Alert (report only)")
 	f.DurationVar(&o.propagation.MaxWaiver, "max-waiver-duration", o.propagation.MaxWaiver, "how far ahead a drift waiver (spec.driftPolicy.waivers) may expire and be honoured; one that expires later keeps nothing until it is within this")
 	f.DurationVar(&o.propagation.ResyncPeriod, "resync-period", o.propagation.ResyncPeriod, "how often every federated resource is compared with its member copies again even without a change event (0 disables); nothing is written when nothing drifted")
@@ -205,8 +207,8 @@ func (o *options) validate() error {
 		}
 	}
 	o.propagation.Namespace = o.namespace
-	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 {
-		return fmt.Errorf("--propagation-workers must be at least 1, --propagation-retry-period and --member-list-timeout positive")
+	if o.propagation.Workers < 1 || o.propagation.RetryPeriod <= 0 || o.propagation.MemberListTimeout <= 0 || o.propagation.HostListTimeout <= 0 {
+		return fmt.Errorf("--propagation-workers must be at least 1, --propagation-retry-period, --member-list-timeout and --host-list-timeout positive")
 	}
 	if r := o.propagation.DefaultRemediation; r != typesv1beta1.RemediationEnforce && r != typesv1beta1.RemediationAlert {
 		return fmt.Errorf("--default-remediation must be Enforce or Alert, not %q", r)
