@@ -51,7 +51,20 @@ const projectedField = "fedwarden.io/projected"
 // lastApplied is the annotation kubectl apply keeps the whole object in.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// transform is the informers' TransformFunc.
+// cache is the member informers' TransformFunc: the projection, held as
+// a cachedCopy. An object cached already is left as it is.
+func (p copyProjection) cache(obj any) (any, error) {
+	if c, ok := obj.(*cachedCopy); ok {
+		return c, nil
+	}
+	out, err := p.transform(obj)
+	if u, ok := out.(*unstructured.Unstructured); ok && err == nil {
+		return compact(u)
+	}
+	return out, err
+}
+
+// transform projects a copy, decoded.
 func (p copyProjection) transform(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {

@@ -2,7 +2,7 @@ package propagation
 
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-// CachedCopy returns a deep copy of what c's informer of cluster holds of
+// CachedCopy returns, decoded, what c's informer of cluster holds of
 // the managed copy key (namespace/name, or name): what a sync reads of it.
 // It is for the package's integration tests, which see no further inside.
 func (c *Controller) CachedCopy(cluster, key string) (*unstructured.Unstructured, bool) {
@@ -14,11 +14,10 @@ func (c *Controller) CachedCopy(cluster, key string) (*unstructured.Unstructured
 		return nil, false
 	}
 	obj, err := mw.lister.Get(key)
-	u, isObject := obj.(*unstructured.Unstructured)
-	if err != nil || !isObject {
+	if err != nil {
 		return nil, false
 	}
-	return u.DeepCopy(), true
+	return copyOf(obj)
 }
 
 // Projected tells whether obj, a cached copy, was cut down to what a sync

@@ -330,7 +330,7 @@ func (a *applier) existingCopy(ctx context.Context, member *clustercache.Member,
 	}
 	if lister != nil {
 		if obj, err := lister.Get(key); err == nil {
-			if u, ok := obj.(*unstructured.Unstructured); ok {
+			if u, ok := copyOf(obj); ok {
 				return u, "", nil
 			}
 		}
@@ -509,8 +509,9 @@ func (a *applier) deleteCopy(ctx context.Context, fed *unstructured.Unstructured
 	}
 	var u *unstructured.Unstructured
 	if obj, err := listed(lister, key); err == nil {
-		u, _ = obj.(*unstructured.Unstructured)
-	} else {
+		u, _ = copyOf(obj)
+	}
+	if u == nil {
 		// The informer may not have seen a copy written a moment ago.
 		got, err := a.resource(member, namespace).Get(ctx, fed.GetName(), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && got.GetLabels()[typesv1beta1.LabelManaged] != "true") {

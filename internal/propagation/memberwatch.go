@@ -139,8 +139,10 @@ func (w *memberWatches) watch(member *clustercache.Member) (*memberWatch, error)
 	inf := gi.Informer()
 	// The transform fails once the informer runs (for another member
 	// object of the same cluster): then it is already set.
-	_ = inf.SetTransform(copyProjection{health: w.health}.transform)
-	mw := &memberWatch{member: member, informer: inf, lister: gi.Lister()}
+	_ = inf.SetTransform(copyProjection{health: w.health}.cache)
+	// Its objects are cachedCopies: a lister of the indexer, not the
+	// dynamic one, which expects unstructured objects.
+	mw := &memberWatch{member: member, informer: inf, lister: cache.NewGenericLister(inf.GetIndexer(), w.typ.TargetResource.GroupResource())}
 	// Like the transform, this is set once per member informer.
 	_ = inf.SetWatchErrorHandler(func(_ *cache.Reflector, err error) { mw.noteError(err) })
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -265,9 +267,12 @@ func (w *memberWatches) matters(old, obj any) bool {
 // healthChanged tells whether the copy's health differs between old and
 // obj (a new reason alone is not recorded: see clusterVersion).
 func (w *memberWatches) healthChanged(old, obj any) bool {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := obj.(*unstructured.Unstructured)
-	if w.health == nil || !ok1 || !ok2 {
+	if w.health == nil {
+		return false
+	}
+	o, ok1 := copyOf(old)
+	n, ok2 := copyOf(obj)
+	if !ok1 || !ok2 {
 		return false
 	}
 	return w.health.Evaluate(o).Health != w.health.Evaluate(n).Health
