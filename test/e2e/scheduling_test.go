@@ -187,12 +187,13 @@ func TestScheduling(t *testing.T) {
 	skipInShortMode(t)
 	t.Parallel()
 	bed := startSchedBed(t)
-	t.Run("group", func(t *testing.T) {
-		t.Run("ReplicaDivisionByWeight", bed.testWeights)
-		t.Run("MinAndMaxReplicas", bed.testMinMax)
-		t.Run("GeoSpreadOnePerRegion", bed.testGeoSpread)
-		t.Run("CapacityRulesOutFullClusters", bed.testCapacity)
-	})
+	// One after another, each a second or so: parallel subtests would wait
+	// for a slot behind the package's other tests (minutes in make test)
+	// while this bed idles.
+	t.Run("ReplicaDivisionByWeight", bed.testWeights)
+	t.Run("MinAndMaxReplicas", bed.testMinMax)
+	t.Run("GeoSpreadOnePerRegion", bed.testGeoSpread)
+	t.Run("CapacityRulesOutFullClusters", bed.testCapacity)
 	t.Run("NothingRewrittenWhenNothingChanged", bed.testNoChurn)
 	t.Run("OfflineClusterMovesReplicasOnlyWithRebalance", bed.testOffline)
 }
@@ -200,7 +201,6 @@ func TestScheduling(t *testing.T) {
 // RSP weights 2:3 of 10 replicas give 4 and 6, in the CPV and in the
 // members; the RSP says so.
 func (b *schedBed) testWeights(t *testing.T) {
-	t.Parallel()
 	ns := testNamespace(t, b.host)
 	createObject(t, b.host, workload(t, ns, "web", 1, "10m", "  placement: {clusters: [{name: east-1}, {name: west-1}]}"))
 	createObject(t, b.host, preference(t, ns, "web", 10, false, "    east-1: {weight: 2}\n    west-1: {weight: 3}"))
@@ -239,7 +239,6 @@ func patchPreference(t *testing.T, c client.Client, namespace, name, patch strin
 // minReplicas are given first and maxReplicas caps a cluster; "*" is the
 // default of the clusters not named.
 func (b *schedBed) testMinMax(t *testing.T) {
-	t.Parallel()
 	ns := testNamespace(t, b.host)
 	createObject(t, b.host, workload(t, ns, "api", 1, "10m", "  placement: {clusterSelector: {}}"))
 	createObject(t, b.host, preference(t, ns, "api", 12, true, `    "*": {weight: 1, maxReplicas: 2}
@@ -257,7 +256,6 @@ func (b *schedBed) testMinMax(t *testing.T) {
 // condition says why. Asking for three regions cannot be met: the
 // resource stays where it is and the condition says why.
 func (b *schedBed) testGeoSpread(t *testing.T) {
-	t.Parallel()
 	ns := testNamespace(t, b.host)
 	createObject(t, b.host, workload(t, ns, "geo", 1, "1", `  placement:
     clusterSelector: {}
@@ -276,7 +274,6 @@ func (b *schedBed) testGeoSpread(t *testing.T) {
 // namespace quota of two CPUs: only east-1 gets the workload, and the
 // condition names the others with the numbers.
 func (b *schedBed) testCapacity(t *testing.T) {
-	t.Parallel()
 	ns := testNamespace(t, b.host)
 	west := b.members["west-1"]
 	createObject(t, west, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
