@@ -17,6 +17,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/agent"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memorylimit"
 	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -34,6 +35,7 @@ type options struct {
 	memberBurst    int
 	metrics        metricsendpoint.Options
 	agent          agent.Options
+	memory         memorylimit.Options
 	zap            zap.Options
 }
 
@@ -95,6 +97,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 				return streams.UsageError(err)
 			}
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+			o.memory.Apply(ctrl.Log)
 			host, member, err := o.configs()
 			if err != nil {
 				return err
@@ -132,12 +135,16 @@ func addFlags(cmd *cobra.Command, o *options) {
 	f.IntVar(&o.hostBurst, "host-api-burst", 100, "burst of queries towards the host API server")
 	f.Float32Var(&o.memberQPS, "kube-api-qps", 300, "queries per second towards this cluster's API server")
 	f.IntVar(&o.memberBurst, "kube-api-burst", 600, "burst of queries towards this cluster's API server")
+	o.memory.AddFlags(f)
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(zapFlags)
 	f.AddGoFlagSet(zapFlags)
 }
 
 func (o *options) validate() error {
+	if err := o.memory.Validate(); err != nil {
+		return err
+	}
 	if o.hostKubeconfig == "" {
 		return fmt.Errorf("--host-kubeconfig is required: the kubeconfig 'fedwarden join %s --sync-mode Pull --agent-kubeconfig FILE' wrote", o.agent.Cluster)
 	}

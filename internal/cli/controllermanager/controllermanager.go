@@ -32,6 +32,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memorylimit"
 	"github.com/fedwarden/fedwarden/internal/metricsendpoint"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
@@ -71,6 +72,7 @@ type options struct {
 	notify         notify.Options
 	plugins        string
 	capacityDelay  time.Duration
+	memory         memorylimit.Options
 	zap            zap.Options
 	startupTimeout time.Duration
 }
@@ -170,6 +172,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 	f.IntVar(&o.health.Thresholds.Success, "cluster-health-success-threshold", o.health.Thresholds.Success, "successful probes in a row before a not-Ready cluster is marked Ready")
 	f.IntVar(&o.health.Workers, "cluster-health-workers", o.health.Workers, "clusters probed at the same time")
 	f.DurationVar(&o.startupTimeout, "startup-timeout", 30*time.Second, "how long to try reaching the host at start-up")
+	o.memory.AddFlags(f)
 	zapFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.zap.BindFlags(zapFlags)
 	f.AddGoFlagSet(zapFlags)
@@ -187,6 +190,9 @@ func replicaName() string {
 }
 
 func (o *options) validate() error {
+	if err := o.memory.Validate(); err != nil {
+		return err
+	}
 	if err := o.metrics.Validate(); err != nil {
 		return err
 	}
@@ -244,6 +250,7 @@ func (o *options) validate() error {
 
 func run(ctx context.Context, o *options) error {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	o.memory.Apply(ctrl.Log)
 	cfg, err := hostConfig(o)
 	if err != nil {
 		return err

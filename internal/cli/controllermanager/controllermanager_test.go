@@ -22,6 +22,8 @@ func TestUsageErrors(t *testing.T) {
 		{name: "webhook not http", args: []string{"--notify-webhook", "127.0.0.1/x"}, wantErr: "--notify-webhook #1: webhook URL must be absolute"},
 		{name: "notify queue of 0", args: []string{"--notify-webhook", "https://127.0.0.1:9/x", "--notify-queue-size", "0"}, wantErr: "--notify-queue-size must be at least 1"},
 		{name: "bad remediation", args: []string{"--default-remediation", "Heal"}, wantErr: `--default-remediation must be Enforce or Alert, not "Heal"`},
+		{name: "memory limit ratio over 1", args: []string{"--auto-gomemlimit-ratio", "1.5"}, wantErr: "--auto-gomemlimit-ratio must be between 0 and 1, got 1.5"},
+		{name: "host list timeout of 0", args: []string{"--host-list-timeout", "0s"}, wantErr: "--member-list-timeout and --host-list-timeout positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
