@@ -35,9 +35,11 @@ func TestDriftWaiver(t *testing.T) {
 	s.place(t, name, "")
 
 	r := runFedwarden(t, "drift", "waive", "fdeploy/"+name, "-n", s.namespace, "--cluster", s.cluster, "--path", replicasPath,
-		"--for", "10m", "--reason", "valve maintenance", "--owner", "ops@example.com", "--host-kubeconfig", fed.Host.Kubeconfig)
-	if r.code != 0 || !strings.Contains(r.stdout, "Waived: the drift of /spec/replicas in "+s.cluster) {
-		t.Fatalf("drift waive: want exit 0\n%s", r)
+		"--for", "10m", "--reason", "valve maintenance", "--owner", "ops@example.com", "--host-kubeconfig", fed.Host.Kubeconfig, "--wait", settleWithin.String())
+	// It returns once the controller has taken the waiver up: a scale
+	// right after is kept, not healed.
+	if r.code != 0 || !strings.Contains(r.stdout, "Waived: the drift of /spec/replicas in "+s.cluster) || strings.Contains(r.stderr, "has not taken the waiver up") {
+		t.Fatalf("drift waive: want exit 0, taken up\n%s", r)
 	}
 	s.scale(t, name, 2)
 	entry := waitForEntry(t, host, s.namespace, "deployment-"+name, s.cluster, func(cv typesv1beta1.ClusterVersion) bool {
@@ -82,8 +84,8 @@ func TestDriftWaiver(t *testing.T) {
 
 	// A waiver may select the clusters by their FederatedClusters' labels.
 	r = runFedwarden(t, "drift", "waive", "fdeploy/"+name, "-n", s.namespace, "-l", corev1beta1.LabelCluster+"="+s.cluster, "--path", replicasPath,
-		"--for", "10m", "--reason", "by label", "--host-kubeconfig", fed.Host.Kubeconfig)
-	if r.code != 0 || !strings.Contains(r.stdout, "in the clusters labelled "+corev1beta1.LabelCluster+"="+s.cluster) {
+		"--for", "10m", "--reason", "by label", "--host-kubeconfig", fed.Host.Kubeconfig, "--wait", settleWithin.String())
+	if r.code != 0 || !strings.Contains(r.stdout, "in the clusters labelled "+corev1beta1.LabelCluster+"="+s.cluster) || strings.Contains(r.stderr, "has not taken the waiver up") {
 		t.Fatalf("drift waive -l: want exit 0\n%s", r)
 	}
 	s.scale(t, name, 3)

@@ -8,7 +8,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
@@ -34,6 +37,7 @@ type waiveOptions struct {
 	dryRun    bool
 	host      kubeconfig.Source
 	timeout   time.Duration
+	wait      time.Duration
 }
 
 const waiveLong = `Waive lets a drift stay for a while: it adds a waiver to the federated
@@ -53,6 +57,12 @@ resource), refused if the resource's spec changed since it was read (a
 report of the controller meanwhile is no reason); the
 resource's other waivers are kept. --dry-run asks the host's admission and
 writes nothing.
+
+A waiver holds once the controller-manager has taken the change up
+(status.observedGeneration): until then an edit of the waived paths may
+still be healed. Waive waits for that up to --wait (30s; 0: no wait) and
+says so if it did not come; a Pull cluster's agent takes the waiver up a
+moment later.
 
 Exit codes: 0 written (or would be, with --dry-run), 1 error, 2 bad flags or
 arguments.`
@@ -88,6 +98,7 @@ func newWaiveCommand(s streams.IO) *cobra.Command {
 	f.DurationVar(&o.max, "max-waiver-duration", drift.DefaultMaxWaiver, "the longest --for allowed, as the controller's flag of that name")
 	f.BoolVar(&o.dryRun, "dry-run", false, "ask the host's admission, print, and write nothing")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long any one request to the host may take")
+	f.DurationVar(&o.wait, "wait", 30*time.Second, "how long to wait for the controller-manager to take the waiver up (the resource's status.observedGeneration); 0 does not wait")
 	return cmd
 }
 
@@ -129,6 +140,9 @@ func (o *waiveOptions) validate() error {
 		errs = append(errs, errors.New("--owner may have at most 128 characters"))
 	}
 	errs = append(errs, cmdline.PositiveDuration("--timeout", o.timeout))
+	if o.wait < 0 {
+		errs = append(errs, fmt.Errorf("--wait must not be negative, got %s", o.wait))
+	}
 	return errors.Join(errs...)
 }
 
@@ -167,8 +181,44 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 		_, err = fmt.Fprintf(s.ErrOut, "Dry run: the host's admission accepts the waiver (%s); nothing was written.\n", what)
 		return err
 	}
-	_, err = fmt.Fprintf(s.Out, "Waived: %s (%s).\n", what, w.Reason)
-	return err
+	if _, err := fmt.Fprintf(s.Out, "Waived: %s (%s).\n", what, w.Reason); err != nil {
+		return err
+	}
+	if o.wait == 0 {
+		return nil
+	}
+	if observed, generation, err := takenUp(ctx, kind, c, fed, o.wait); err != nil || observed < generation {
+		_, werr := fmt.Fprintf(s.ErrOut, "Note: the controller-manager has not taken the waiver up within %s (%s): "+
+			"until it does, an edit of the waived paths may still be healed.\n", o.wait, notTakenUp(observed, generation, err))
+		return werr
+	}
+	return nil
+}
+
+// takenUp waits, up to within, until the controller-manager has observed
+// the spec of fed as it is now: its status.observedGeneration reaches its
+// generation. It returns the last of both it read.
+func takenUp(ctx context.Context, kind kindref.Kind, c client.Client, fed *unstructured.Unstructured, within time.Duration) (observed, generation int64, err error) {
+	key := client.ObjectKeyFromObject(fed)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		now, err := kind.Get(ctx, c, key)
+		if err != nil {
+			return false, err
+		}
+		generation = now.GetGeneration()
+		observed, _, _ = unstructured.NestedInt64(now.Object, "status", "observedGeneration")
+		return observed >= generation, nil
+	})
+	return observed, generation, err
+}
+
+// notTakenUp says why takenUp did not see the waiver taken up: what it
+// read last, or, when it could read nothing, the error.
+func notTakenUp(observed, generation int64, err error) string {
+	if generation == 0 && err != nil {
+		return err.Error()
+	}
+	return fmt.Sprintf("its status.observedGeneration is %d, its generation %d", observed, generation)
 }
 
 // waiver is the waiver o asks for; o is valid.

@@ -30,6 +30,7 @@ func TestCodifyAndWaiveUsageErrors(t *testing.T) {
 		{"waive: too long", append(waive, "--for", "31d"), `invalid argument "31d" for "--for"`},
 		{"waive: longer than the maximum", append(waive, "--for", "745h"), "--for 745h0m0s is longer than --max-waiver-duration 720h0m0s"},
 		{"waive: no reason", []string{"waive", "fdeploy/web", "--cluster", "a", "--path", "/x", "--for", "1h"}, "--reason is required"},
+		{"waive: a negative wait", []string{"waive", "fdeploy/web", "--cluster", "a", "--path", "/x", "--for", "1h", "--reason", "r", "--wait", "-1s"}, "--wait must not be negative"},
 		{"waive: not KIND/NAME", []string{"waive", "web", "--cluster", "a"}, `"web" is not KIND/NAME`},
 	}
 	for _, tt := range tests {
