@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -22,6 +23,7 @@ import (
 	webconsole "github.com/fedwarden/fedwarden/internal/console"
 	"github.com/fedwarden/fedwarden/internal/egress"
 	"github.com/fedwarden/fedwarden/internal/kubeconfig"
+	"github.com/fedwarden/fedwarden/internal/memorylimit"
 	"github.com/fedwarden/fedwarden/internal/streams"
 )
 
@@ -48,6 +50,7 @@ type options struct {
 	timeout       time.Duration
 	memberNets    []string
 	networks      egress.Networks
+	memory        memorylimit.Options
 }
 
 const long = `Console serves Fedwarden's web console: the fleet of federated resources by
@@ -122,6 +125,7 @@ func NewCommand(s streams.IO) *cobra.Command {
 		"with --auth=token: how long a token is served before the host is asked again whether it accepts it and what it may list (at most 1m)")
 	f.DurationVar(&o.timeout, "timeout", webconsole.DefaultRequestTimeout, "how long any one request to the host or a member may take")
 	f.StringSliceVar(&o.memberNets, "member-networks", nil, "CIDRs member API servers may be reached at for a diff, as the controller-manager's flag of that name (default: any address)")
+	o.memory.AddFlags(f)
 	return cmd
 }
 
@@ -132,7 +136,7 @@ const maxTokenRecheck = time.Minute
 
 // validate checks the flags that need no cluster.
 func (o *options) validate() error {
-	var errs []error
+	errs := []error{o.memory.Validate()}
 	if o.auth != string(webconsole.ModeLocal) && o.auth != string(webconsole.ModeToken) {
 		errs = append(errs, fmt.Errorf("--auth %q: local or token", o.auth))
 	}
@@ -185,6 +189,7 @@ func run(ctx context.Context, s streams.IO, o *options) error {
 	if err != nil {
 		return streams.UsageError(err)
 	}
+	o.memory.Apply(funcr.New(func(_, args string) { fmt.Fprintln(s.ErrOut, args) }, funcr.Options{}))
 	srv, err := webconsole.New(webconsole.Options{
 		Mode: webconsole.Mode(o.auth), Host: host, ControlPlaneNamespace: o.controlPlane, IdleTimeout: o.idleTimeout,
 		MaxIdentities: o.maxIdentities, MaxObjectsPerIdentity: o.maxObjects, TokenRecheck: o.tokenRecheck,

@@ -20,6 +20,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{name: "an argument", args: append([]string{"web"}, host...), wantErr: "console takes no arguments"},
 		{name: "bad auth", args: append([]string{"--auth", "basic"}, host...), wantErr: `--auth "basic": local or token`},
+		{name: "memory limit ratio below 0", args: append([]string{"--auto-gomemlimit-ratio", "-1"}, host...), wantErr: "--auto-gomemlimit-ratio must be between 0 and 1, got -1"},
 		{name: "non-loopback address", args: append([]string{"--address", "0.0.0.0:8800"}, host...), // loopback-check: not dialed
 			wantErr: "--address 0.0.0.0:8800 is not a loopback address"}, // loopback-check: not dialed
 		{name: "address without port", args: append([]string{"--address", "127.0.0.1"}, host...), wantErr: `--address "127.0.0.1"`},
