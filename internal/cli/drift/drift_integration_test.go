@@ -22,15 +22,8 @@ import (
 func TestDrift(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
-	host := clitest.Client(t, fed.Host.Kubeconfig)
+	fed, host := startHost(ctx, t, "shop", "blog", "quiet")
 	flags := []string{"--host-kubeconfig", fed.Host.Kubeconfig}
-
-	for _, ns := range []string{"shop", "blog", "quiet"} {
-		if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	since := metav1.NewTime(time.Now().Add(-2 * time.Hour).Truncate(time.Second))
 	createCPV(ctx, t, host, "shop", "web", typesv1beta1.ClusterPropagatedVersionStatus{ClusterVersions: []typesv1beta1.ClusterVersion{
 		{ClusterName: "cluster-a", State: typesv1beta1.InSync},
@@ -74,6 +67,20 @@ func TestDrift(t *testing.T) {
 	if code != 0 || stdout != "" || stderr != "No drift found in namespace quiet.\n" {
 		t.Errorf("drift -n quiet: exit code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+}
+
+// startHost starts a host with no controller-manager and no member, with
+// the namespaces given, and returns a client of it.
+func startHost(ctx context.Context, t *testing.T, namespaces ...string) (*localfed.Federation, client.Client) {
+	t.Helper()
+	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
+	host := clitest.Client(t, fed.Host.Kubeconfig)
+	for _, ns := range namespaces {
+		if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fed, host
 }
 
 // normalize makes ages that may have moved on while the test ran compare

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,7 +17,6 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cli/drift"
 	"github.com/fedwarden/fedwarden/internal/clitest"
-	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
 const deploymentsTypeConfig = `
@@ -63,12 +61,8 @@ const (
 func TestSuggest(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
-	host := clitest.Client(t, fed.Host.Kubeconfig)
+	fed, host := startHost(ctx, t, "shop")
 	flags := []string{"--host-kubeconfig", fed.Host.Kubeconfig}
-	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
-		t.Fatal(err)
-	}
 	createYAML(ctx, t, host, deploymentsTypeConfig)
 	for _, name := range []string{"web", "api"} {
 		createYAML(ctx, t, host, strings.Replace(federatedDeployment, "NAME", name, 1))

@@ -6,14 +6,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fedwarden/fedwarden/internal/cli/drift"
 	"github.com/fedwarden/fedwarden/internal/clitest"
-	"github.com/fedwarden/fedwarden/internal/localfed"
 )
 
 // TestWaiveSaysWhenTheControllerHasNotTakenItUp waives on a real host
@@ -23,11 +20,7 @@ import (
 func TestWaiveSaysWhenTheControllerHasNotTakenItUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	fed := clitest.StartFederation(ctx, t, localfed.WithMembers(0), localfed.WithControllers())
-	host := clitest.Client(t, fed.Host.Kubeconfig)
-	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
-		t.Fatal(err)
-	}
+	fed, host := startHost(ctx, t, "shop")
 	createYAML(ctx, t, host, deploymentsTypeConfig)
 	createYAML(ctx, t, host, strings.Replace(federatedDeployment, "NAME", "web", 1))
 	waive := []string{"waive", "fdeploy/web", "-n", "shop", "--cluster", "cluster-a", "--path", replicasPath, "--for", "1h",
