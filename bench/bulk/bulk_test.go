@@ -114,7 +114,10 @@ func envInt(b *testing.B, name string, def int) int {
 // process the benchmark started, and the create latency of single objects
 // when quiet and right after the bulk. For Fedwarden also the member writes
 // per copy, a CPU profile of the host API server over the bulk and the
-// controller's queue metrics right after it.
+// controller's queue metrics right after it. FEDWARDEN_BENCH_ARGS are more
+// flags of Fedwarden's controller-manager, FEDWARDEN_BENCH_GOMEMLIMIT its
+// GOMEMLIMIT (a container's memory limit, as the chart passes it on), and
+// FEDWARDEN_BENCH_PROFILES a directory that keeps the profiles.
 //
 //	go test ./bench/bulk/ -run '^$' -bench BenchmarkBulk -benchtime 1x -timeout 60m
 func BenchmarkBulk(b *testing.B) {

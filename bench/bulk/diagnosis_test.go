@@ -156,9 +156,9 @@ func (hp *hostProfiles) report(b *testing.B) {
 }
 
 // logHeap saves the heap profile url serves (a controller's
-// --pprof-bind-address) in dir and logs its top 20 entries by the memory
+// --pprof-bind-address) as file in dir and logs its top 20 entries by the memory
 // in use, so that what holds the controller's memory can be named.
-func logHeap(b *testing.B, title, url, dir string) {
+func logHeap(b *testing.B, title, url, dir, file string) {
 	resp, err := http.Get(url)
 	if err != nil {
 		b.Errorf("reading the heap profile: %v", err)
@@ -170,7 +170,7 @@ func logHeap(b *testing.B, title, url, dir string) {
 		b.Errorf("reading the heap profile: %v (HTTP %d)", err, resp.StatusCode)
 		return
 	}
-	path := filepath.Join(dir, "controller-heap.pprof")
+	path := filepath.Join(dir, file)
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		b.Error(err)
 		return
@@ -187,17 +187,13 @@ func logHeap(b *testing.B, title, url, dir string) {
 }
 
 // settledHeap makes the controller-manager collect its garbage (its heap
-// profile, pprofURL, with gc=1) and returns its live heap then, in MiB
-// (go_memstats_heap_alloc_bytes): what its caches and queues hold once the
-// work is done, without the garbage a heap profile taken in the middle of
-// the work also counts, and without the samples' error.
-func settledHeap(b *testing.B, pprofURL string, cm *fedtest.ControllerManager) float64 {
-	resp, err := http.Get(pprofURL + "?gc=1")
-	if err != nil {
-		b.Fatalf("collecting the controller-manager's garbage: %v", err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
+// profile, pprofURL, with gc=1, saved in dir and logged) and returns its
+// live heap then, in MiB (go_memstats_heap_alloc_bytes): what its caches
+// and queues hold once the work is done, without the garbage a heap profile
+// taken in the middle of the work also counts, and without the samples'
+// error.
+func settledHeap(b *testing.B, pprofURL, dir string, cm *fedtest.ControllerManager) float64 {
+	logHeap(b, "Fedwarden's controller-manager heap once settled, after a garbage collection", pprofURL+"?gc=1", dir, "controller-heap-settled.pprof")
 	heap, found, err := cm.Metric(context.Background(), "go_memstats_heap_alloc_bytes")
 	if err != nil || !found {
 		b.Fatalf("reading go_memstats_heap_alloc_bytes: found %t, %v", found, err)

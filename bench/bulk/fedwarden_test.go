@@ -30,6 +30,13 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	pprofURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", pprofPort)
 	settings := fedtest.SteadySettings
 	settings.Args = append([]string{"--pprof-bind-address", fmt.Sprintf("127.0.0.1:%d", pprofPort)}, strings.Fields(os.Getenv("FEDWARDEN_BENCH_ARGS"))...)
+	if limit := os.Getenv("FEDWARDEN_BENCH_GOMEMLIMIT"); limit != "" {
+		// As the chart's controller-manager sets it from its container's
+		// memory limit (--auto-gomemlimit-ratio); for this process alone,
+		// not the API servers.
+		settings.Env = []string{"GOMEMLIMIT=" + limit}
+		logf("Fedwarden's controller-manager runs with GOMEMLIMIT=%s", limit)
+	}
 	cms := startReplicas(b, p, bin, bd, settings)
 	defer func() {
 		for _, cm := range cms {
@@ -59,12 +66,12 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 		}
 	}
 	if !p.smoke {
-		s.profileDir = b.TempDir()
+		s.profileDir = profileDir(b)
 	}
 	s.afterBulk = func() {
 		logQueueMetrics(b, "Fedwarden, the moment the bulk's last copy appeared", cm.MetricsURL)
 		if !p.smoke {
-			logHeap(b, "Fedwarden's controller-manager heap, the moment the bulk's last copy appeared", pprofURL, s.profileDir)
+			logHeap(b, "Fedwarden's controller-manager heap, the moment the bulk's last copy appeared", pprofURL, s.profileDir, "controller-heap.pprof")
 		}
 	}
 	before, hostBefore := memberWrites(b, cms), hostWrites(b, bd)
@@ -86,11 +93,23 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 		b.Fatalf("Fedwarden made %.0f more member writes after every copy existed and its writes had settled", after-writes)
 	}
 	if !p.smoke {
-		heap := settledHeap(b, pprofURL, cm)
+		heap := settledHeap(b, pprofURL, s.profileDir, cm)
 		logf("Fedwarden's controller-manager, settled: %.1f MiB of live heap after a garbage collection", heap)
 		b.ReportMetric(heap, "fedwarden-settled-heap-MiB")
 	}
 	return base, r
+}
+
+// profileDir is where a run keeps its profiles: FEDWARDEN_BENCH_PROFILES
+// if set, to read them after the run, or a directory removed with it.
+func profileDir(b *testing.B) string {
+	if dir := os.Getenv("FEDWARDEN_BENCH_PROFILES"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		return dir
+	}
+	return b.TempDir()
 }
 
 // startReplicas starts p.replicas controller-managers with settings, each

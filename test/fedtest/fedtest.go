@@ -97,6 +97,9 @@ type Settings struct {
 	FailureThreshold int
 	// Args are more flags.
 	Args []string
+	// Env is more of the process's environment (NAME=value), beside the
+	// test's own.
+	Env []string
 }
 
 // ControllerManager is a running `fedwarden controller-manager` (or `fedwarden
@@ -135,7 +138,7 @@ func StartControllerManager(bin string, f *localfed.Federation, dir string, s Se
 		"--cluster-health-timeout", s.ProbeTimeout.String(),
 		"--cluster-health-failure-threshold", strconv.Itoa(s.FailureThreshold),
 		"--replica-name", ReplicaName, // a later --replica-name in s.Args wins
-	}, s.Args...))
+	}, s.Args...), s.Env...)
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +164,14 @@ func StartAgent(bin, dir string, args ...string) (*ControllerManager, error) {
 	return start(bin, dir, "agent", append([]string{"agent", "--health-probe-bind-address", "0"}, args...))
 }
 
-// start runs bin with args and a metrics endpoint on 127.0.0.1, logging to
+// start runs bin with args, env beside the test's environment, and a
+// metrics endpoint on 127.0.0.1, logging to
 // dir/<name>-<port>.log, and waits until it serves its metrics. The port was
 // free a moment before, but another program (another test binary of
 // `go test ./...`) may take it before the process binds it: then the process
 // exits with "address already in use" and start runs it again on another
 // port, a few times before it gives up.
-func start(bin, dir, name string, args []string) (*ControllerManager, error) {
+func start(bin, dir, name string, args []string, env ...string) (*ControllerManager, error) {
 	const (
 		attempts = 5
 		// serving is what controller-runtime logs once it has bound the port.
@@ -188,6 +192,9 @@ func start(bin, dir, name string, args []string) (*ControllerManager, error) {
 		}
 		cmd := exec.Command(bin, append(slices.Clone(args), "--metrics-bind-address", addr)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if len(env) > 0 {
+			cmd.Env = append(os.Environ(), env...)
+		}
 		cmd.SysProcAttr = sysProcAttr()
 		if err := cmd.Start(); err != nil {
 			logFile.Close()
