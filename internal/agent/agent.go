@@ -21,6 +21,7 @@ import (
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/clustercache"
 	"github.com/fedwarden/fedwarden/internal/copyhealth"
+	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/notify"
 	"github.com/fedwarden/fedwarden/internal/propagation"
 	"github.com/fedwarden/fedwarden/internal/registration"
@@ -148,8 +149,9 @@ func Run(ctx context.Context, host, member *rest.Config, o Options) error {
 }
 
 // newManager returns the agent's manager on the host. Its cache holds only
-// the CPVs placed on the agent's cluster; its Lease is read from the API
-// server, as the agent may read no other Lease.
+// the CPVs placed on the agent's cluster, and the federated resources as
+// the controller-manager's does (hostcache.Hold); its Lease is read from
+// the API server, as the agent may read no other Lease.
 func newManager(host *rest.Config, o Options) (manager.Manager, error) {
 	placed, err := labels.NewRequirement(typesv1beta1.LabelPlacedPrefix+o.Cluster, selection.Exists, nil)
 	if err != nil {
@@ -164,7 +166,7 @@ func newManager(host *rest.Config, o Options) (manager.Manager, error) {
 			DisableFor:   []client.Object{&coordinationv1.Lease{}},
 		}},
 		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
+			DefaultTransform: hostcache.Hold,
 			ByObject: map[client.Object]cache.ByObject{
 				&typesv1beta1.ClusterPropagatedVersion{}: {Label: labels.NewSelector().Add(*placed)},
 			},

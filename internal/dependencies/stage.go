@@ -382,8 +382,10 @@ func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]sc
 		}
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(federated.GroupVersion().WithKind(federated.Kind + "List"))
-		// Not copied: releaseOne copies the one it writes.
-		if err := s.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{typesv1beta1.LabelDependency: "true"}, client.UnsafeDisableDeepCopy); err != nil {
+		// Copied: the host cache holds federated resources as JSON, which
+		// only a copy decodes (hostcache.Hold). A release is rare: a
+		// workload deleted, or no longer propagating its dependencies.
+		if err := s.client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{typesv1beta1.LabelDependency: "true"}); err != nil {
 			errs = append(errs, fmt.Errorf("listing %s in %s: %w", federated.Kind, ns, err))
 			continue
 		}
@@ -395,7 +397,7 @@ func (s *Stage) release(ctx context.Context, ns, key string, kinds map[string]sc
 }
 
 // releaseOne takes the owner key off obj, a derived resource, which it
-// does not change (it may be the cache's own).
+// does not change.
 func (s *Stage) releaseOne(ctx context.Context, obj *unstructured.Unstructured, federated schema.GroupVersionKind, kind, key string) error {
 	owners, err := OwnersOf(obj)
 	if err != nil {

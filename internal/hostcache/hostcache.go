@@ -1,11 +1,20 @@
 package hostcache
 
 import (
+	"context"
+	"fmt"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/fedwarden/fedwarden/internal/jsonobject"
 )
 
 // LastApplied is the annotation in which kubectl apply keeps a copy of the
@@ -13,12 +22,12 @@ import (
 const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Options are the cache options of a controller-manager whose control
-// plane runs in namespace: every object trimmed (Trim); of Secrets and
-// Leases, only those of that namespace (the members' credentials, the Pull
-// agents' Leases).
+// plane runs in namespace: every object trimmed and unstructured ones held
+// as JSON (Hold); of Secrets and Leases, only those of that namespace (the
+// members' credentials, the Pull agents' Leases).
 func Options(namespace string) cache.Options {
 	return cache.Options{
-		DefaultTransform: Trim,
+		DefaultTransform: Hold,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}:        {Namespaces: map[string]cache.Config{namespace: {}}},
 			&coordinationv1.Lease{}: {Namespaces: map[string]cache.Config{namespace: {}}},
@@ -49,4 +58,76 @@ func Trim(obj any) (any, error) {
 		m.SetAnnotations(annotations)
 	}
 	return obj, nil
+}
+
+// Hold is the host cache's transform: Trim, and an unstructured object (a
+// federated resource) held as JSON. Held as unstructured maps, the
+// federated resources were most of what the controller-manager keeps of
+// the host, about 14 KB each at the bulk benchmark's size (bench/RESULTS.md,
+// "Federated resources held as JSON"). An object held already is left as
+// it is.
+func Hold(obj any) (any, error) {
+	obj, err := Trim(obj)
+	if err != nil {
+		return obj, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	o, err := jsonobject.New(u)
+	if err != nil {
+		return nil, err
+	}
+	return &held{Object: *o}, nil
+}
+
+// held is an unstructured object as the host cache holds it. Event
+// handlers get it as it is, a client.Object whose metadata answers them
+// without a decode. Readers never see it: controller-runtime's cache reader
+// copies what it returns from a Get or a List with DeepCopyObject and
+// assigns the copy to the caller's object, and a held object's copy is the
+// object decoded, an *unstructured.Unstructured the caller owns. A List
+// with client.UnsafeDisableDeepCopy, which takes no copy, fails on held
+// objects: use Keys for names.
+type held struct{ jsonobject.Object }
+
+// DeepCopyObject decodes the object.
+func (h *held) DeepCopyObject() runtime.Object {
+	u, err := h.Decode()
+	if err != nil {
+		// JSON this cache encoded: it does not fail to decode. An empty
+		// object in its place would read as a resource placed nowhere.
+		panic(fmt.Sprintf("the host cache: %v", err))
+	}
+	return u
+}
+
+// Informers is the part of a controller-runtime cache Keys reads.
+type Informers interface {
+	GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error)
+}
+
+// Keys returns the namespace and name of every object of obj's kind the
+// cache holds, without decoding or copying any: for callers that want
+// names only. It starts the kind's informer if it is not running.
+func Keys(ctx context.Context, c Informers, obj client.Object) ([]types.NamespacedName, error) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, fmt.Errorf("the informer of %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
+	}
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the informer of %s is a %T, which has no index", obj.GetObjectKind().GroupVersionKind().Kind, inf)
+	}
+	keys := indexed.GetIndexer().ListKeys()
+	out := make([]types.NamespacedName, 0, len(keys))
+	for _, key := range keys {
+		namespace, name, err := toolscache.SplitMetaNamespaceKey(key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, types.NamespacedName{Namespace: namespace, Name: name})
+	}
+	return out, nil
 }

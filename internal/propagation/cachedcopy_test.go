@@ -97,7 +97,7 @@ func BenchmarkCachedCopyDecode(b *testing.B) {
 	c := out.(*cachedCopy)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.Object(); err != nil {
+		if _, err := c.Decode(); err != nil {
 			b.Fatal(err)
 		}
 	}

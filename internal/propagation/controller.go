@@ -30,6 +30,7 @@ import (
 	"github.com/fedwarden/fedwarden/internal/copyhealth"
 	"github.com/fedwarden/fedwarden/internal/dependencies"
 	"github.com/fedwarden/fedwarden/internal/drift"
+	"github.com/fedwarden/fedwarden/internal/hostcache"
 	"github.com/fedwarden/fedwarden/internal/scheduler"
 )
 
@@ -215,7 +216,9 @@ func newController(mgr manager.Manager, r *Reconciler, name string) (*Controller
 func (c *Controller) watch(mgr manager.Manager) error {
 	fed := c.typ.newFederated()
 	sources := []source.TypedSource[reconcile.Request]{
-		source.Kind(mgr.GetCache(), fed, &handler.TypedEnqueueRequestForObject[*unstructured.Unstructured]{}, federatedChanged()),
+		// client.Object, not the unstructured type: the host cache holds
+		// federated resources as JSON (hostcache.Hold).
+		source.Kind[client.Object](mgr.GetCache(), fed, &handler.TypedEnqueueRequestForObject[client.Object]{}, federatedChanged()),
 		// Someone else's CPV writes: a Pull cluster's agent reporting (on
 		// the host), the host's placement or versions (in an agent).
 		source.Kind(mgr.GetCache(), &typesv1beta1.ClusterPropagatedVersion{}, handler.TypedEnqueueRequestsFromMapFunc(c.cpvTarget), c.notOwnWrite()),
@@ -227,7 +230,7 @@ func (c *Controller) watch(mgr manager.Manager) error {
 	}
 	if c.reconciler.agent == nil {
 		sources = append(sources,
-			source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.reconciler.allFederated), clusterChanged()),
+			source.Kind(mgr.GetCache(), &corev1beta1.FederatedCluster{}, handler.TypedEnqueueRequestsFromMapFunc(c.allFederated), clusterChanged()),
 			source.Kind(mgr.GetCache(), &schedulingv1alpha1.ReplicaSchedulingPreference{}, handler.TypedEnqueueRequestsFromMapFunc(c.preferenceTarget), preferenceChanged()),
 		)
 	}
@@ -342,7 +345,7 @@ func (c *Controller) preferenceTarget(_ context.Context, rsp *schedulingv1alpha1
 // EnqueueAll syncs every federated resource of this type, for example when
 // a member's capacity changed.
 func (c *Controller) EnqueueAll(ctx context.Context) {
-	for _, req := range c.reconciler.allFederated(ctx, nil) {
+	for _, req := range c.allFederated(ctx, nil) {
 		c.enqueue(req)
 	}
 }
@@ -373,24 +376,24 @@ func (t Type) newFederatedList() *unstructured.UnstructuredList {
 
 // allFederated maps a FederatedCluster change to every federated resource
 // of the type: any of them may be placed on it.
-func (r *Reconciler) allFederated(ctx context.Context, _ *corev1beta1.FederatedCluster) []reconcile.Request {
+func (c *Controller) allFederated(ctx context.Context, _ *corev1beta1.FederatedCluster) []reconcile.Request {
 	select {
-	case <-r.stopped:
+	case <-c.reconciler.stopped:
 		// The handler outlives a stopped controller on the shared
-		// FederatedCluster informer; a List now would start the informer of
-		// the federated type again.
+		// FederatedCluster informer; reading the cache now would start the
+		// informer of the federated type again.
 		return nil
 	default:
 	}
-	// Only the names are read: no deep copy of every cached resource.
-	list := r.typ.newFederatedList()
-	if err := r.client.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing federated resources for a FederatedCluster change", "kind", r.typ.Federated.Kind)
+	// Names only, from the cache's index: nothing decoded or copied.
+	keys, err := hostcache.Keys(ctx, c.cache, c.typ.newFederated())
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing federated resources for a FederatedCluster change", "kind", c.typ.Federated.Kind)
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for _, item := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
+	reqs := make([]reconcile.Request, 0, len(keys))
+	for _, key := range keys {
+		reqs = append(reqs, reconcile.Request{NamespacedName: key})
 	}
 	return reqs
 }

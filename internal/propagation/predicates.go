@@ -2,8 +2,8 @@ package propagation
 
 import (
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -15,13 +15,13 @@ import (
 // (generation), labels, annotations (orphan, adoption, resync) and the
 // start of deletion; not the controller's own status writes, nor its own
 // finalizer (the sync that added it goes on).
-func federatedChanged() predicate.TypedPredicate[*unstructured.Unstructured] {
-	return predicate.Or[*unstructured.Unstructured](
-		predicate.TypedGenerationChangedPredicate[*unstructured.Unstructured]{},
-		predicate.TypedAnnotationChangedPredicate[*unstructured.Unstructured]{},
-		predicate.TypedLabelChangedPredicate[*unstructured.Unstructured]{},
-		predicate.TypedFuncs[*unstructured.Unstructured]{
-			UpdateFunc: func(e event.TypedUpdateEvent[*unstructured.Unstructured]) bool {
+func federatedChanged() predicate.TypedPredicate[client.Object] {
+	return predicate.Or[client.Object](
+		predicate.TypedGenerationChangedPredicate[client.Object]{},
+		predicate.TypedAnnotationChangedPredicate[client.Object]{},
+		predicate.TypedLabelChangedPredicate[client.Object]{},
+		predicate.TypedFuncs[client.Object]{
+			UpdateFunc: func(e event.TypedUpdateEvent[client.Object]) bool {
 				return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 			},
 		},
