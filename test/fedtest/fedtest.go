@@ -274,8 +274,10 @@ func (cm *ControllerManager) exited() error {
 	return cm.released
 }
 
-// Stop ends the controller-manager with SIGTERM, killing it after 15 s. It
-// also returns an error when the controller-manager refused to contact an
+// Stop ends the controller-manager with SIGTERM; after 15 s it asks for a
+// dump of its goroutines with SIGQUIT, which the error then holds (those
+// in Fedwarden's code: what kept it from stopping), and kills it. It also
+// returns an error when the controller-manager refused to contact an
 // address outside loopback (see StartControllerManager), for a cluster that
 // ExpectRefusals does not name: some test stored an endpoint that a test
 // must never reach.
@@ -285,11 +287,36 @@ func (cm *ControllerManager) Stop() error {
 	select {
 	case <-cm.done:
 	case <-time.After(15 * time.Second):
-		_ = cm.cmd.Process.Kill()
-		<-cm.done
-		err = errors.New("the controller-manager ignored SIGTERM for 15s and was killed")
+		_ = cm.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-cm.done:
+		case <-time.After(5 * time.Second):
+			_ = cm.cmd.Process.Kill()
+			<-cm.done
+		}
+		err = fmt.Errorf("the controller-manager ignored SIGTERM for 15s and was killed; its goroutines in Fedwarden's code then:\n%s", cm.ownGoroutines())
 	}
 	return errors.Join(err, cm.UnexpectedRefusals(), cm.DataRaces(), cm.exited())
+}
+
+// ownGoroutines returns the goroutines of the dump SIGQUIT left at the end
+// of the log whose stacks pass through Fedwarden's code, at most 16 KB.
+func (cm *ControllerManager) ownGoroutines() string {
+	data, err := os.ReadFile(cm.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(reading the log: %v)", err)
+	}
+	start := bytes.Index(data, []byte("SIGQUIT: quit"))
+	if start < 0 {
+		return "(no goroutine dump in the log)"
+	}
+	var out []byte
+	for _, g := range bytes.Split(data[start:], []byte("\n\n")) {
+		if bytes.Contains(g, []byte("github.com/fedwarden/fedwarden/internal/")) && len(out)+len(g) < 16<<10 {
+			out = append(append(out, g...), "\n\n"...)
+		}
+	}
+	return string(out)
 }
 
 // DataRaces returns an error holding the data races the race detector

@@ -92,3 +92,41 @@ func TestDataRaces(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnGoroutines: of the goroutine dump SIGQUIT leaves at the end of the
+// log, the error of a controller-manager that would not stop holds the
+// goroutines whose stacks pass through Fedwarden's code.
+func TestOwnGoroutines(t *testing.T) {
+	dir := t.TempDir()
+	cm := &ControllerManager{LogPath: filepath.Join(dir, "cm.log")}
+	if got := cm.ownGoroutines(); !strings.Contains(got, "reading the log") {
+		t.Errorf("no log: got %q", got)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(cm.LogPath, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"msg":"Stopping and waiting for caches"}` + "\n")
+	if got := cm.ownGoroutines(); got != "(no goroutine dump in the log)" {
+		t.Errorf("no dump: got %q", got)
+	}
+	write(`{"msg":"Stopping and waiting for caches"}
+SIGQUIT: quit
+PC=0x47a1c1 m=0 sigcode=0
+
+goroutine 1 [select]:
+sigs.k8s.io/controller-runtime/pkg/manager.(*controllerManager).Start(...)
+
+goroutine 77 [chan receive]:
+github.com/fedwarden/fedwarden/internal/propagation.(*Controller).allFederated(...)
+	/src/internal/propagation/controller.go:388
+
+goroutine 90 [IO wait]:
+internal/poll.runtime_pollWait(...)
+`)
+	got := cm.ownGoroutines()
+	if !strings.Contains(got, "goroutine 77 [chan receive]") || strings.Contains(got, "goroutine 1 ") || strings.Contains(got, "goroutine 90") {
+		t.Errorf("got %q; want goroutine 77 alone", got)
+	}
+}
