@@ -109,9 +109,10 @@ type Informers interface {
 }
 
 // Keys returns the namespace and name of every object of obj's kind the
-// cache holds, without decoding or copying any: for callers that want
-// names only. It starts the kind's informer if it is not running.
-func Keys(ctx context.Context, c Informers, obj client.Object) ([]types.NamespacedName, error) {
+// cache holds in namespace ("": in all), without decoding or copying any:
+// for callers that want names only. It starts the kind's informer if it is
+// not running.
+func Keys(ctx context.Context, c Informers, obj client.Object, namespace string) ([]types.NamespacedName, error) {
 	inf, err := c.GetInformer(ctx, obj)
 	if err != nil {
 		return nil, fmt.Errorf("the informer of %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, err)
@@ -121,6 +122,12 @@ func Keys(ctx context.Context, c Informers, obj client.Object) ([]types.Namespac
 		return nil, fmt.Errorf("the informer of %s is a %T, which has no index", obj.GetObjectKind().GroupVersionKind().Kind, inf)
 	}
 	keys := indexed.GetIndexer().ListKeys()
+	if namespace != "" {
+		// The namespace index every controller-runtime informer has.
+		if keys, err = indexed.GetIndexer().IndexKeys(toolscache.NamespaceIndex, namespace); err != nil {
+			return nil, fmt.Errorf("the %s in namespace %s: %w", obj.GetObjectKind().GroupVersionKind().Kind, namespace, err)
+		}
+	}
 	out := make([]types.NamespacedName, 0, len(keys))
 	for _, key := range keys {
 		namespace, name, err := toolscache.SplitMetaNamespaceKey(key)

@@ -1,14 +1,19 @@
 package hostcache
 
 import (
+	"context"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 func TestTrim(t *testing.T) {
@@ -161,5 +166,53 @@ func BenchmarkHeldRead(b *testing.B) {
 				_ = bc.obj.DeepCopyObject()
 			}
 		})
+	}
+}
+
+// informers serves one informer, never run: Keys reads only its index.
+type informers struct {
+	inf toolscache.SharedIndexInformer
+}
+
+func (i informers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	return i.inf, nil
+}
+
+// Keys names the held objects the cache holds, in every namespace or in
+// one, from its index.
+func TestKeys(t *testing.T) {
+	t.Parallel()
+	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &unstructured.Unstructured{}, 0,
+		toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc})
+	for _, key := range []types.NamespacedName{{Namespace: "shop", Name: "web"}, {Namespace: "shop", Name: "api"}, {Namespace: "blog", Name: "web"}} {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("types.kubefed.io/v1beta1")
+		u.SetKind("FederatedDeployment")
+		u.SetNamespace(key.Namespace)
+		u.SetName(key.Name)
+		h, err := Hold(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := inf.GetIndexer().Add(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sorted := func(keys []types.NamespacedName) []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, k.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, tt := range []struct {
+		namespace string
+		want      []string
+	}{{"", []string{"blog/web", "shop/api", "shop/web"}}, {"shop", []string{"shop/api", "shop/web"}}, {"none", nil}} {
+		keys, err := Keys(t.Context(), informers{inf}, &unstructured.Unstructured{}, tt.namespace)
+		if err != nil || !slices.Equal(sorted(keys), tt.want) {
+			t.Errorf("Keys in %q: %v (%v); want %v", tt.namespace, sorted(keys), err, tt.want)
+		}
 	}
 }

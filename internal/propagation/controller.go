@@ -352,12 +352,13 @@ func (c *Controller) EnqueueAll(ctx context.Context) {
 
 // EnqueueNamespace syncs every federated resource of this type in namespace.
 func (c *Controller) EnqueueNamespace(ctx context.Context, namespace string) error {
-	list := c.typ.newFederatedList()
-	if err := c.reconciler.client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return fmt.Errorf("listing %s in %s: %w", c.typ.Federated.Kind, namespace, err)
+	// Names only, from the cache's namespace index: nothing decoded.
+	keys, err := hostcache.Keys(ctx, c.cache, c.typ.newFederated(), namespace)
+	if err != nil {
+		return err
 	}
-	for _, item := range list.Items {
-		c.enqueue(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&item)})
+	for _, key := range keys {
+		c.enqueue(reconcile.Request{NamespacedName: key})
 	}
 	return nil
 }
@@ -365,12 +366,6 @@ func (c *Controller) EnqueueNamespace(ctx context.Context, namespace string) err
 func (t Type) newFederated() *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(t.Federated)
-	return u
-}
-
-func (t Type) newFederatedList() *unstructured.UnstructuredList {
-	u := &unstructured.UnstructuredList{}
-	u.SetGroupVersionKind(t.Federated.GroupVersion().WithKind(t.Federated.Kind + "List"))
 	return u
 }
 
@@ -386,7 +381,7 @@ func (c *Controller) allFederated(ctx context.Context, _ *corev1beta1.FederatedC
 	default:
 	}
 	// Names only, from the cache's index: nothing decoded or copied.
-	keys, err := hostcache.Keys(ctx, c.cache, c.typ.newFederated())
+	keys, err := hostcache.Keys(ctx, c.cache, c.typ.newFederated(), "")
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Listing federated resources for a FederatedCluster change", "kind", c.typ.Federated.Kind)
 		return nil

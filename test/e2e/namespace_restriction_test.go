@@ -347,6 +347,10 @@ func TestEnablingNamespacesReportsAndKeepsCopies(t *testing.T) {
 		t.Fatalf("patching FederatedNamespace shop: %v", err)
 	}
 	for _, name := range []string{"web", "fresh"} {
+		// The namespace's change alone syncs what it holds again (the
+		// controller's NamespaceChanged), before any resync.
+		waitForConditionOf(t, bed.host, "FederatedConfigMap", "shop", name, typesv1beta1.FederatedScheduled, metav1.ConditionTrue, typesv1beta1.ReasonScheduled,
+			"scheduled to "+m1, m2+": FederatedNamespace: namespace shop is not federated to it")
 		bed.resyncAndWait(t, "shop", name)
 		waitForConditionOf(t, bed.host, "FederatedConfigMap", "shop", name, typesv1beta1.FederatedScheduled, metav1.ConditionTrue, typesv1beta1.ReasonScheduled,
 			"scheduled to "+m1, m2+": FederatedNamespace: namespace shop is not federated to it")
