@@ -150,28 +150,15 @@ func withoutFlag(args []string, name string) []string {
 	return out
 }
 
-// hostWrites is the host API server's count of writes (every verb but
-// get, list and watch) to the kinds of types.kubefed.io so far: the
-// federated resources, their status and their CPVs.
+// hostWrites is the host API server's count of writes to the kinds of
+// types.kubefed.io so far: the federated resources, their status and their
+// CPVs.
 func hostWrites(b *testing.B, bd *bed) float64 {
-	raw, err := bd.hostKube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	n, err := fedtest.HostWrites(context.Background(), bd.hostKube, "types.kubefed.io")
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for line := range strings.SplitSeq(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `group="types.kubefed.io"`) {
-			continue
-		}
-		if strings.Contains(line, `verb="GET"`) || strings.Contains(line, `verb="LIST"`) || strings.Contains(line, `verb="WATCH"`) {
-			continue
-		}
-		var n float64
-		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &n); err == nil {
-			total += n
-		}
-	}
-	return total
+	return n
 }
 
 // memberWrites is the controller-managers' apply writes to members so far.

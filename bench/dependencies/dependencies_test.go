@@ -57,10 +57,12 @@ var (
 // workloads. It reports the time from the first workload's create until
 // the members' watches have seen every copy — for (b) every Deployment,
 // ConfigMap and Secret — the ratio (b)/(a) (issue 32's goal: at most 1.5),
-// and the member writes per copy. The baseline (c) has the client write
-// the same 9,000 copies' federated resources itself (N FederatedDeployments,
-// FederatedConfigMaps and FederatedSecrets, three per tick at the same
-// pace), without the dependencies stage: (b)/(c) is what the stage costs.
+// the member writes per copy and the host writes per workload (to
+// types.kubefed.io: its creation, its dependencies and every record). The
+// baseline (c) has the client write the same 9,000 copies' federated
+// resources itself (N FederatedDeployments, FederatedConfigMaps and
+// FederatedSecrets, three per tick at the same pace), without the
+// dependencies stage: (b)/(c) is what the stage costs.
 // It fails unless every member holds every copy and each copy took one
 // member write.
 //
@@ -86,6 +88,9 @@ func BenchmarkDependencies(b *testing.B) {
 		b.ReportMetric(deps.deployments.Seconds(), "dependencies-deployments-s")
 		b.ReportMetric(plain.writesPerCopy, "plain-member-writes-per-copy")
 		b.ReportMetric(deps.writesPerCopy, "dependencies-member-writes-per-copy")
+		b.ReportMetric(plain.hostWrites, "plain-host-writes-per-workload")
+		b.ReportMetric(deps.hostWrites, "dependencies-host-writes-per-workload")
+		b.ReportMetric(control.hostWrites, "control-host-writes-per-workload")
 		b.ReportMetric(float64(peak)/1024, "controller-peak-rss-MiB")
 	}
 }
@@ -94,6 +99,7 @@ func BenchmarkDependencies(b *testing.B) {
 // with the dependencies stage, Deployments, ConfigMaps and Secrets enabled.
 type bed struct {
 	fb       *fedtest.Bed
+	hostKube kubernetes.Interface
 	members  []metadata.Interface
 	clusters []string
 }
@@ -108,8 +114,8 @@ func startBed(b *testing.B) *bed {
 		Enable:     []string{"deployments.apps", "configmaps", "secrets"},
 		Federation: []localfed.Option{localfed.WithMembers(3), localfed.WithControllers(memberControllers()...)},
 	})
-	bd := &bed{fb: fb}
-	kubes := []kubernetes.Interface{fedtest.MustKube(b, fb.Fed.Host.Config)}
+	bd := &bed{fb: fb, hostKube: fedtest.MustKube(b, fb.Fed.Host.Config)}
+	kubes := []kubernetes.Interface{bd.hostKube}
 	for _, m := range fb.Fed.Members {
 		kubes = append(kubes, fedtest.MustKube(b, m.Config))
 		mc, err := metadata.NewForConfig(fedtest.Unthrottled(m.Config))
@@ -143,6 +149,9 @@ type result struct {
 	converge      time.Duration // first workload create → every copy seen
 	deployments   time.Duration // first workload create → every Deployment copy seen
 	writesPerCopy float64
+	// hostWrites is the host's writes to types.kubefed.io per workload,
+	// its creation and its dependencies' included, once they had settled.
+	hostWrites float64
 }
 
 // warmUp sends one workload with its dependencies and waits until every
@@ -211,7 +220,7 @@ func (bd *bed) measure(b *testing.B, ns string, n int, withDeps bool) result {
 // members' objects and the controller-manager's member writes.
 func (bd *bed) timed(b *testing.B, ns string, n int, gvrs []schema.GroupVersionResource, create func(context.Context, int) error) result {
 	ctx := b.Context()
-	writesBefore := bd.memberWrites(b)
+	writesBefore, hostBefore := bd.memberWrites(b), bd.settledHostWrites(b)
 	reconcilesBefore := bd.reconciles(b)
 	want := n * len(bd.members)
 	w, err := watchCreated(ctx, bd.members, ns, gvrs, want)
@@ -232,8 +241,10 @@ func (bd *bed) timed(b *testing.B, ns string, n int, gvrs []schema.GroupVersionR
 	copies := want * len(gvrs)
 	writes := bd.memberWrites(b) - writesBefore
 	r.writesPerCopy = writes / float64(copies)
-	logf("%s: %d workloads, %d copies in %.1f s (Deployments %.1f s); %.0f member writes (%.3f per copy); reconciles %s",
-		ns, n, copies, r.converge.Seconds(), r.deployments.Seconds(), writes, r.writesPerCopy, bd.reconcilesSince(b, reconcilesBefore))
+	hostAfter := bd.settledHostWrites(b)
+	r.hostWrites = (total(hostAfter) - total(hostBefore)) / float64(n)
+	logf("%s: %d workloads, %d copies in %.1f s (Deployments %.1f s); %.0f member writes (%.3f per copy); %.2f host writes per workload (%s); reconciles %s",
+		ns, n, copies, r.converge.Seconds(), r.deployments.Seconds(), writes, r.writesPerCopy, r.hostWrites, perWorkload(hostBefore, hostAfter, n), bd.reconcilesSince(b, reconcilesBefore))
 	bd.checkCopies(b, ns, gvrs, n)
 	if writes != float64(copies) {
 		b.Fatalf("%s: the controller-manager made %.0f member writes for %d copies, want one each (log: %s)", ns, writes, copies, bd.fb.CM.LogPath)
@@ -301,6 +312,47 @@ func (bd *bed) checkCopies(b *testing.B, ns string, gvrs []schema.GroupVersionRe
 			}
 		}
 	}
+}
+
+// settledHostWrites is the host's writes to types.kubefed.io, by verb and
+// resource, once their total has not moved for three seconds: the status
+// writes go on after the last copy appears.
+func (bd *bed) settledHostWrites(b *testing.B) map[string]float64 {
+	var last map[string]float64
+	for still := 0; still < 3; {
+		now, err := fedtest.HostWriteCounts(b.Context(), bd.hostKube, "types.kubefed.io")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if last != nil && total(now) == total(last) {
+			still++
+		} else {
+			still = 0
+		}
+		last = now
+		time.Sleep(time.Second)
+	}
+	return last
+}
+
+func total(counts map[string]float64) float64 {
+	var n float64
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+// perWorkload is after - before, each divided by n, as "KEY N.NN" sorted.
+func perWorkload(before, after map[string]float64, n int) string {
+	var out []string
+	for key, c := range after {
+		if d := c - before[key]; d > 0 {
+			out = append(out, fmt.Sprintf("%s %.2f", key, d/float64(n)))
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }
 
 // memberWrites sums the controller-manager's apply writes to the members,

@@ -3,6 +3,7 @@ package fedtest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +175,56 @@ func MustKube(tb testing.TB, cfg *rest.Config) kubernetes.Interface {
 		tb.Fatal(err)
 	}
 	return kc
+}
+
+// HostWrites is the API server's count of writes (every verb but get,
+// list and watch) to the kinds of group so far, from its
+// apiserver_request_total: for types.kubefed.io, the federated resources,
+// their status and their CPVs.
+func HostWrites(ctx context.Context, kube kubernetes.Interface, group string) (float64, error) {
+	counts, err := HostWriteCounts(ctx, kube, group)
+	var total float64
+	for _, n := range counts {
+		total += n
+	}
+	return total, err
+}
+
+// HostWriteCounts is HostWrites by verb, resource and subresource, each
+// key "VERB resource[/subresource]".
+func HostWriteCounts(ctx context.Context, kube kubernetes.Interface, group string) (map[string]float64, error) {
+	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	counts := map[string]float64{}
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		labels, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok || !strings.Contains(labels, `group="`+group+`"`) {
+			continue
+		}
+		verb := label(labels, "verb")
+		if verb == "GET" || verb == "LIST" || verb == "WATCH" {
+			continue
+		}
+		key := verb + " " + label(labels, "resource")
+		if sub := label(labels, "subresource"); sub != "" {
+			key += "/" + sub
+		}
+		var n float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &n); err == nil {
+			counts[key] += n
+		}
+	}
+	return counts, nil
+}
+
+// label is the value of name in labels, a metric's `k="v",...` text.
+func label(labels, name string) string {
+	_, v, ok := strings.Cut(","+labels, ","+name+`="`)
+	if !ok {
+		return ""
+	}
+	v, _, _ = strings.Cut(v, `"`)
+	return v
 }
