@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -355,18 +356,26 @@ func (s *Stage) hostObject(ctx context.Context, ref Ref, ns string, existing *un
 }
 
 // write creates desired, or updates existing to it when they differ,
-// conditional on the resourceVersion read.
+// conditional on the resourceVersion read. A created one carries the sync
+// finalizer already, which its kind's controller, enabled (kinds), would
+// otherwise add with a write of its own before its first copy.
 func (s *Stage) write(ctx context.Context, existing, desired *unstructured.Unstructured) error {
 	if existing == nil {
+		controllerutil.AddFinalizer(desired, typesv1beta1.FinalizerSync)
 		if err := s.client.Create(ctx, desired); err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
 		}
 		return nil
 	}
-	if equality.Semantic.DeepEqual(existing.Object, desired.Object) {
+	// Derive leaves the status out, which the derived resource's own
+	// controller writes: compared with it, every sync of an owner would
+	// patch every derived resource for nothing.
+	base := existing.DeepCopy()
+	unstructured.RemoveNestedField(base.Object, "status")
+	if equality.Semantic.DeepEqual(base.Object, desired.Object) {
 		return nil
 	}
-	if err := s.client.Patch(ctx, desired, client.MergeFromWithOptions(existing, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := s.client.Patch(ctx, desired, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating %s %s/%s: %w", desired.GetKind(), desired.GetNamespace(), desired.GetName(), err)
 	}
 	return nil
