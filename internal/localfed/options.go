@@ -110,8 +110,8 @@ func WithoutCRDs() Option {
 // objects, with RBAC for its join) exactly as a full one does; it has no
 // Jobs, CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets or
 // events.k8s.io Events (core Events stay), so a test that places those
-// needs full members. The savings, measured: bench/bulk/RESULTS.md, "Many
-// members on one machine".
+// needs full members. The savings, measured: bench/bulk/RESULTS.md, "One
+// lean member against a full one".
 func WithLeanMembers() Option {
 	return func(o *options) { o.lean = leanTrims{apis: true, oneProc: true} }
 }
