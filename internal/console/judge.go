@@ -107,8 +107,21 @@ func (s *Server) serveWaive(w http.ResponseWriter, r *http.Request, v *view) {
 		writeJSON(w, statusOf(err), ActionResult{Message: apiMessage(err)})
 		return
 	}
-	writeJSON(w, http.StatusOK, ActionResult{Message: fmt.Sprintf("waived %s in %s until %s", strings.Join(paths, ", "), cluster, waiver.Expires.UTC().Format(time.RFC3339))})
+	msg := fmt.Sprintf("waived %s in %s until %s", strings.Join(paths, ", "), cluster, waiver.Expires.UTC().Format(time.RFC3339))
+	// As `fedwarden drift waive` does, the answer waits until the
+	// controller-manager has taken the waiver up, and says so when it has
+	// not: an edit made before may still be healed.
+	if observed, generation, err := driftaction.TakenUp(ctx, v.client, res.Fed, waiveTakenUpWithin); err != nil || observed < generation {
+		msg += "; " + driftaction.NotTakenUp(waiveTakenUpWithin, observed, generation, err)
+	} else {
+		msg += ": the controller-manager has taken it up"
+	}
+	writeJSON(w, http.StatusOK, ActionResult{Message: msg})
 }
+
+// waiveTakenUpWithin is how long a Waive waits for the controller-manager
+// to take the waiver up, within the request's own timeout.
+const waiveTakenUpWithin = 10 * time.Second
 
 // fromConsole refuses a write that does not come from the console's own
 // page: a page of another site cannot send the header without the console

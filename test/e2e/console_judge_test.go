@@ -53,7 +53,10 @@ func TestConsoleWaivesAndCodifies(t *testing.T) {
 	if _, err := page.WaitFor(30*time.Second, result+` !== ""`); err != nil {
 		t.Fatalf("no result shown after Waive: %v", err)
 	}
-	if got := pageText(t, page, `[data-testid="judge-result"]`); !strings.HasPrefix(got, "waived "+replicasPath+" in "+s.cluster+" until ") {
+	// The answer comes once the controller-manager has taken the waiver up,
+	// and says so.
+	if got := pageText(t, page, `[data-testid="judge-result"]`); !strings.HasPrefix(got, "waived "+replicasPath+" in "+s.cluster+" until ") ||
+		!strings.HasSuffix(got, ": the controller-manager has taken it up") {
 		t.Errorf("Waive answered %q", got)
 	}
 	if _, err := page.WaitFor(liveTimeout, fmt.Sprintf(`(document.querySelector(%s) || {}).textContent === "Waived"`, jsString(state))); err != nil {

@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	typesv1beta1 "github.com/fedwarden/fedwarden/api/types/v1beta1"
 	"github.com/fedwarden/fedwarden/internal/cmdline"
@@ -187,38 +184,11 @@ func runWaive(ctx context.Context, s streams.IO, o *waiveOptions) error {
 	if o.wait == 0 {
 		return nil
 	}
-	if observed, generation, err := takenUp(ctx, kind, c, fed, o.wait); err != nil || observed < generation {
-		_, werr := fmt.Fprintf(s.ErrOut, "Note: the controller-manager has not taken the waiver up within %s (%s): "+
-			"until it does, an edit of the waived paths may still be healed.\n", o.wait, notTakenUp(observed, generation, err))
+	if observed, generation, err := driftaction.TakenUp(ctx, c, fed, o.wait); err != nil || observed < generation {
+		_, werr := fmt.Fprintf(s.ErrOut, "Note: %s.\n", driftaction.NotTakenUp(o.wait, observed, generation, err))
 		return werr
 	}
 	return nil
-}
-
-// takenUp waits, up to within, until the controller-manager has observed
-// the spec of fed as it is now: its status.observedGeneration reaches its
-// generation. It returns the last of both it read.
-func takenUp(ctx context.Context, kind kindref.Kind, c client.Client, fed *unstructured.Unstructured, within time.Duration) (observed, generation int64, err error) {
-	key := client.ObjectKeyFromObject(fed)
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
-		now, err := kind.Get(ctx, c, key)
-		if err != nil {
-			return false, err
-		}
-		generation = now.GetGeneration()
-		observed, _, _ = unstructured.NestedInt64(now.Object, "status", "observedGeneration")
-		return observed >= generation, nil
-	})
-	return observed, generation, err
-}
-
-// notTakenUp says why takenUp did not see the waiver taken up: what it
-// read last, or, when it could read nothing, the error.
-func notTakenUp(observed, generation int64, err error) string {
-	if generation == 0 && err != nil {
-		return err.Error()
-	}
-	return fmt.Sprintf("its status.observedGeneration is %d, its generation %d", observed, generation)
 }
 
 // waiver is the waiver o asks for; o is valid.
