@@ -96,7 +96,7 @@ test: tools
 TEST_PACKAGES ?= ./test/kyverno ./test/e2e ./test/chaos ./internal/localfed ./internal/propagation ./internal/cli/plan \
 	./test/plandiff/pull ./internal/cli/join ./internal/typeconfig ./internal/scheduler/capacitysource ./test/helm \
 	./internal/cli/migrate ./internal/console ./internal/cli/rollout ./internal/federatedtype ./internal/cli/enable \
-	./test/fedtest ./internal/cli/diff ./internal/cli/resync ./internal/cli/drift ./internal/cli/status ./...
+	./test/fedtest ./internal/cli/diff ./internal/cli/resync ./internal/cli/drift ./internal/cli/status ./internal/dependencies ./...
 
 ## test-race: the tests under internal/ with the race detector (those that run Fedwarden's code in-process against real kube-apiservers, and the unit tests), then the end-to-end tests RACE_E2E_TESTS against a fedwarden binary built with -race: a data race in its log fails the run
 test-race: tools
