@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -158,9 +159,10 @@ func newManager(host *rest.Config, o Options) (manager.Manager, error) {
 		return nil, fmt.Errorf("selecting the CPVs of cluster %s: %w", o.Cluster, err)
 	}
 	mgr, err := ctrl.NewManager(host, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                o.Metrics,
-		HealthProbeBindAddress: o.ProbeAddr,
+		Scheme:                  scheme.New(),
+		Metrics:                 o.Metrics,
+		HealthProbeBindAddress:  o.ProbeAddr,
+		GracefulShutdownTimeout: ptr.To(hostcache.ShutdownTimeout),
 		Client: client.Options{Cache: &client.CacheOptions{
 			Unstructured: true,
 			DisableFor:   []client.Object{&coordinationv1.Lease{}},

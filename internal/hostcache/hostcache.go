@@ -3,6 +3,7 @@ package hostcache
 import (
 	"context"
 	"fmt"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,16 @@ import (
 // LastApplied is the annotation in which kubectl apply keeps a copy of the
 // whole object it applied.
 const LastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// ShutdownTimeout is how long the manager of a controller-manager or an
+// agent waits, once stopped, for its runnables, host caches included,
+// before it exits anyway (controller-runtime's GracefulShutdownTimeout,
+// 30 s by default). After a long outage of an API server, an informer of
+// client-go v0.37.2 may be sitting out a watch-list retry backoff (up to
+// a minute), which it does not cut short when stopped; a process that
+// waited for it would outlast a Pod's 30-second termination grace period
+// and be killed. A stop that works finishes in about a second.
+const ShutdownTimeout = 10 * time.Second
 
 // Options are the cache options of a controller-manager whose control
 // plane runs in namespace: every object trimmed and unstructured ones held

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -268,6 +269,7 @@ func run(ctx context.Context, o *options) error {
 		LeaderElectionID:              o.leaderElectID,
 		LeaderElectionNamespace:       o.namespace,
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(hostcache.ShutdownTimeout),
 		// Federated resources are read as unstructured objects: from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 		// Objects trimmed of what no controller reads; Secrets and Leases
