@@ -27,7 +27,7 @@ import (
 // finalizer (no write of the controller's is needed for it); once the
 // derived resource has a status, as its controller would write, a second
 // sync of the workload writes it no more: the host counts no PATCH of
-// federatedconfigmaps. Before 5108b5b every sync patched it, its status
+// federatedconfigmaps. Before 67d1329 every sync patched it, its status
 // compared with a derived resource that has none.
 func TestTheStageWritesADerivedResourceOnce(t *testing.T) {
 	if testing.Short() {
