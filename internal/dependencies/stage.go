@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -369,9 +370,10 @@ func (s *Stage) write(ctx context.Context, existing, desired *unstructured.Unstr
 	}
 	// Derive leaves the status out, which the derived resource's own
 	// controller writes: compared with it, every sync of an owner would
-	// patch every derived resource for nothing.
-	base := existing.DeepCopy()
-	unstructured.RemoveNestedField(base.Object, "status")
+	// patch every derived resource for nothing. A shallow copy serves, as
+	// neither the comparison nor the patch's diff changes it.
+	base := &unstructured.Unstructured{Object: maps.Clone(existing.Object)}
+	delete(base.Object, "status")
 	if equality.Semantic.DeepEqual(base.Object, desired.Object) {
 		return nil
 	}
