@@ -274,9 +274,11 @@ func (cm *ControllerManager) exited() error {
 	return cm.released
 }
 
-// Stop ends the controller-manager with SIGTERM; after 15 s it asks for a
-// dump of its goroutines with SIGQUIT, which the error then holds (those
-// in Fedwarden's code: what kept it from stopping), and kills it. It also
+// Stop ends the controller-manager (or agent) with SIGTERM; after 15 s it
+// asks for a dump of its goroutines with SIGQUIT and kills it. The error
+// then names its log, which ends with the whole dump, and holds the
+// goroutines in Fedwarden's code: what blocked the stop may be in a
+// library's (a client-go informer did, 2026-12-07), so read the dump. It also
 // returns an error when the controller-manager refused to contact an
 // address outside loopback (see StartControllerManager), for a cluster that
 // ExpectRefusals does not name: some test stored an endpoint that a test
@@ -294,7 +296,8 @@ func (cm *ControllerManager) Stop() error {
 			_ = cm.cmd.Process.Kill()
 			<-cm.done
 		}
-		err = fmt.Errorf("the controller-manager ignored SIGTERM for 15s and was killed; its goroutines in Fedwarden's code then:\n%s", cm.ownGoroutines())
+		err = fmt.Errorf("the process logging to %s (a controller-manager or agent) ignored SIGTERM for 15s and was killed; "+
+			"its log ends with the dump of all its goroutines; those in Fedwarden's code then:\n%s", cm.LogPath, cm.ownGoroutines())
 	}
 	return errors.Join(err, cm.UnexpectedRefusals(), cm.DataRaces(), cm.exited())
 }
