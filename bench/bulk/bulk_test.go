@@ -237,6 +237,8 @@ type buildResult struct {
 type baseline struct {
 	minimumWork time.Duration // N host objects and N×M member objects at once
 	directOnly  time.Duration // the N×M member objects only
+	// minimumCPU is what the processes used over the minimum work.
+	minimumCPU cpuUse
 }
 
 // result is one system's figures.
@@ -252,7 +254,10 @@ type result struct {
 	replicaPeaks []int64
 	// procs: every process the benchmark started, at the same moment (in
 	// a smoke run with KubeFed, KubeFed's bed too).
-	procs       processMemory
+	procs processMemory
+	// cpu is what the processes used from the bulk's first create until
+	// its last copy appeared.
+	cpu         cpuUse
 	quiet, post []time.Duration
 }
 
@@ -367,6 +372,11 @@ func bulkDeadline(p params) time.Duration {
 // was written and seen by the members' watches. It removes them after.
 func measureBaseline(b *testing.B, p params, bd *bed) baseline {
 	ctx := context.Background()
+	hostPID, err := fedtest.APIServerPID(bd.fed.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var minimumCPU cpuUse
 	write := func(prefix string, withHost bool) time.Duration {
 		a, stop, err := fedtest.WatchArrivals(ctx, baselineNamespace, bd.members, p.n*p.members)
 		if err != nil {
@@ -377,6 +387,10 @@ func measureBaseline(b *testing.B, p params, bd *bed) baseline {
 			wg   sync.WaitGroup
 			errs = make([]error, len(bd.members)+1)
 		)
+		cpuBefore, err := readCPU(hostPID)
+		if err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		for i, m := range bd.members {
 			wg.Go(func() {
@@ -404,9 +418,17 @@ func measureBaseline(b *testing.B, p params, bd *bed) baseline {
 		case <-time.After(bulkDeadline(p)):
 			b.Fatalf("the direct clients' %d member objects were not all seen within %s", p.n*p.members, bulkDeadline(p))
 		}
-		return time.Since(start)
+		took := time.Since(start)
+		if withHost {
+			cpuAfter, err := readCPU(hostPID)
+			if err != nil {
+				b.Fatal(err)
+			}
+			minimumCPU = cpuAfter.since(cpuBefore)
+		}
+		return took
 	}
-	base := baseline{minimumWork: write("min", true), directOnly: write("direct", false)}
+	base := baseline{minimumWork: write("min", true), directOnly: write("direct", false), minimumCPU: minimumCPU}
 	for _, m := range bd.members {
 		if err := m.AppsV1().Deployments(baselineNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			b.Fatal(err)
@@ -431,8 +453,9 @@ type system struct {
 	// copy of the bulk appeared.
 	afterBulk func()
 	// profileDir, if set, receives CPU profiles of the host API server
-	// taken over the bulk.
-	profileDir string
+	// taken over the bulk, and of the controller if pprofURL is set (its
+	// /debug/pprof).
+	profileDir, pprofURL string
 }
 
 // warmUp creates one FederatedDeployment and waits until every member has
@@ -494,9 +517,20 @@ func (s *system) measure(b *testing.B, p params) result {
 		b.Fatal(err)
 	}
 	defer stopAll()
-	var profiles *hostProfiles
+	var profiles []*cpuProfiles
 	if s.profileDir != "" {
-		profiles = profileHost(s.bd.hostKube, s.profileDir)
+		profiles = append(profiles, profileHost(s.bd.hostKube, s.profileDir))
+		if s.pprofURL != "" {
+			profiles = append(profiles, profileController(s.pprofURL, s.profileDir))
+		}
+	}
+	hostPID, err := fedtest.APIServerPID(s.bd.fed.Host)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cpuBefore, err := readCPU(hostPID, append([]int{s.pid}, s.replicas...)...)
+	if err != nil {
+		b.Fatal(err)
 	}
 	start := time.Now()
 	loadErr := make(chan error, 1)
@@ -512,6 +546,11 @@ func (s *system) measure(b *testing.B, p params) result {
 		b.Fatalf("%s: the %d copies were not all seen within %s", s.name, p.n*p.members, bulkDeadline(p))
 	}
 	r.converge = time.Since(start)
+	cpuAfter, err := readCPU(hostPID, append([]int{s.pid}, s.replicas...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.cpu = cpuAfter.since(cpuBefore)
 	if err := <-loadErr; err != nil { // the copies cannot all be there before the creates returned
 		b.Fatal(err)
 	}
@@ -519,8 +558,8 @@ func (s *system) measure(b *testing.B, p params) result {
 	if s.afterBulk != nil {
 		wg.Go(s.afterBulk)
 	}
-	if profiles != nil {
-		profiles.stop()
+	for _, cp := range profiles {
+		cp.stop()
 	}
 	r.rss, r.peak = memory(b, s.pid)
 	for _, pid := range s.replicas {
@@ -530,18 +569,14 @@ func (s *system) measure(b *testing.B, p params) result {
 			r.rss, r.peak = rss, peak
 		}
 	}
-	hostPID, err := fedtest.APIServerPID(s.bd.fed.Host)
-	if err != nil {
-		b.Fatal(err)
-	}
 	r.hostRSS, r.hostPeak = memory(b, hostPID)
 	if r.procs, err = descendantsMemory(); err != nil {
 		b.Fatal(err)
 	}
 	r.post = s.latencyWith(b, post, "post", p.post)
 	wg.Wait()
-	if profiles != nil {
-		profiles.report(b)
+	for _, cp := range profiles {
+		cp.report(b)
 	}
 	s.checkCopies(b, 1+p.quiet+p.n+p.post)
 	return r
@@ -579,6 +614,7 @@ func report(b *testing.B, p params, base baseline, results []result) {
 		fmt.Sprintf("| direct clients, the %d member objects only | %.1f s | — | %.2f× | — | — | — |", p.n*p.members, base.directOnly.Seconds(), base.directOnly.Seconds()/base.minimumWork.Seconds()))
 	b.ReportMetric(base.minimumWork.Seconds(), "minimum-work-s")
 	b.ReportMetric(base.directOnly.Seconds(), "direct-s")
+	logf("CPU over the minimum work: %s", base.minimumCPU.String(base.minimumWork.Seconds()))
 	var lat []string
 	for _, r := range results {
 		rows = append(rows, fmt.Sprintf("| %s | %.1f s | %.1f s | %.2f× | %s / %s | %s | %s |", r.system, r.converge.Seconds(), r.load.Seconds(),
@@ -594,6 +630,7 @@ func report(b *testing.B, p params, base baseline, results []result) {
 		b.ReportMetric(float64(r.hostRSS)/1024, key+"-host-rss-MiB")
 		b.ReportMetric(float64(r.procs.rss)/1024, key+"-all-processes-rss-MiB")
 		logf("%s: the processes the benchmark started, the moment the bulk's last copy appeared: %s", r.system, r.procs)
+		logf("%s: CPU from the bulk's first create until its last copy appeared: %s", r.system, r.cpu.String(r.converge.Seconds()))
 		for i, peak := range r.replicaPeaks {
 			logf("%s: replica-%d peak RSS %s", r.system, i, mib(peak))
 			b.ReportMetric(float64(peak)/1024, fmt.Sprintf("%s-replica-%d-peak-rss-MiB", key, i))

@@ -97,62 +97,90 @@ func metricLine(name string, m *dto.Metric) string {
 	return ""
 }
 
-// hostProfiles takes CPU profiles of the host API server, one after
-// another, until stopped: together they cover the bulk.
-type hostProfiles struct {
-	dir     string
-	stopped atomic.Bool
-	wg      sync.WaitGroup
-	mu      sync.Mutex
-	files   []string
-	err     error
+// cpuProfiles takes CPU profiles of one process, one after another, until
+// stopped: together they cover the bulk.
+type cpuProfiles struct {
+	// name says whose profiles they are; prefix begins their files' names.
+	name, prefix string
+	dir          string
+	stopped      atomic.Bool
+	wg           sync.WaitGroup
+	mu           sync.Mutex
+	files        []string
+	err          error
 }
 
 // profileSeconds is the length of each profile.
 const profileSeconds = "3"
 
-func profileHost(host kubernetes.Interface, dir string) *hostProfiles {
-	hp := &hostProfiles{dir: dir}
-	hp.wg.Go(func() {
-		for i := 0; !hp.stopped.Load(); i++ {
-			data, err := host.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", profileSeconds).DoRaw(context.Background())
+// profileHost profiles the host API server, through its
+// /debug/pprof/profile and the admin client.
+func profileHost(host kubernetes.Interface, dir string) *cpuProfiles {
+	return profile("host kube-apiserver", "host-apiserver-cpu", dir, func() ([]byte, error) {
+		return host.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", profileSeconds).DoRaw(context.Background())
+	})
+}
+
+// profileController profiles a controller-manager through its
+// --pprof-bind-address, whose base URL (http://host:port/debug/pprof) is
+// pprofURL.
+func profileController(pprofURL, dir string) *cpuProfiles {
+	return profile("Fedwarden's controller-manager", "controller-cpu", dir, func() ([]byte, error) {
+		resp, err := http.Get(pprofURL + "/profile?seconds=" + profileSeconds)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, data)
+		}
+		return data, err
+	})
+}
+
+func profile(name, prefix, dir string, fetch func() ([]byte, error)) *cpuProfiles {
+	cp := &cpuProfiles{name: name, prefix: prefix, dir: dir}
+	cp.wg.Go(func() {
+		for i := 0; !cp.stopped.Load(); i++ {
+			data, err := fetch()
 			if err == nil {
-				path := filepath.Join(dir, fmt.Sprintf("host-apiserver-cpu-%03d.pprof", i))
+				path := filepath.Join(dir, fmt.Sprintf("%s-%03d.pprof", prefix, i))
 				err = os.WriteFile(path, data, 0o600)
-				hp.mu.Lock()
-				hp.files = append(hp.files, path)
-				hp.mu.Unlock()
+				cp.mu.Lock()
+				cp.files = append(cp.files, path)
+				cp.mu.Unlock()
 			}
 			if err != nil {
-				hp.mu.Lock()
-				hp.err = err
-				hp.mu.Unlock()
+				cp.mu.Lock()
+				cp.err = err
+				cp.mu.Unlock()
 				return
 			}
 		}
 	})
-	return hp
+	return cp
 }
 
 // stop ends the profiling after the profile under way.
-func (hp *hostProfiles) stop() { hp.stopped.Store(true) }
+func (cp *cpuProfiles) stop() { cp.stopped.Store(true) }
 
-// report waits for the last profile and logs the top 15 entries of them
-// all, by cumulative time.
-func (hp *hostProfiles) report(b *testing.B) {
-	hp.wg.Wait()
-	if hp.err != nil {
-		b.Errorf("profiling the host API server: %v", hp.err)
+// report waits for the last profile and logs the top entries of them all,
+// by cumulative time.
+func (cp *cpuProfiles) report(b *testing.B) {
+	cp.wg.Wait()
+	if cp.err != nil {
+		b.Errorf("profiling %s: %v", cp.name, cp.err)
 		return
 	}
-	files := slices.Clone(hp.files)
+	files := slices.Clone(cp.files)
 	sort.Strings(files)
-	out, err := exec.Command("go", append([]string{"tool", "pprof", "-top", "-cum", "-nodecount=15"}, files...)...).CombinedOutput()
+	out, err := exec.Command("go", append([]string{"tool", "pprof", "-top", "-cum", "-nodecount=25"}, files...)...).CombinedOutput()
 	if err != nil {
 		b.Errorf("go tool pprof: %v\n%s", err, out)
 		return
 	}
-	logf("host kube-apiserver CPU over Fedwarden's bulk (%d profiles of %s s in %s):\n%s", len(files), profileSeconds, hp.dir, out)
+	logf("%s: CPU over Fedwarden's bulk (%d profiles of %s s in %s):\n%s", cp.name, len(files), profileSeconds, cp.dir, out)
 }
 
 // logHeap saves the heap profile url serves (a controller's

@@ -67,6 +67,7 @@ func runFedwarden(b *testing.B, p params, bd *bed, bin string) (baseline, result
 	}
 	if !p.smoke {
 		s.profileDir = profileDir(b)
+		s.pprofURL = strings.TrimSuffix(pprofURL, "/heap")
 	}
 	s.afterBulk = func() {
 		logQueueMetrics(b, "Fedwarden, the moment the bulk's last copy appeared", cm.MetricsURL)

@@ -107,3 +107,108 @@ func (m processMemory) String() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// clockTicks is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
+// 100 on every Linux Go supports.
+const clockTicks = 100
+
+// cpuTimes are the CPU-seconds (user and system) each process descending
+// from this one, and this one, had used when read, by pid, with each
+// process's label.
+type cpuTimes struct {
+	seconds map[int]float64
+	labels  map[int]string
+}
+
+// readCPU reads the CPU time of this process and of every descendant. The
+// host kube-apiserver (hostPID) and the controller (controllerPIDs) are
+// labelled apart from the members' API servers and any other process of
+// the same program.
+func readCPU(hostPID int, controllerPIDs ...int) (cpuTimes, error) {
+	parents, err := parentsByPID()
+	if err != nil {
+		return cpuTimes{}, err
+	}
+	children := map[int][]int{}
+	for pid, ppid := range parents {
+		children[ppid] = append(children[ppid], pid)
+	}
+	t := cpuTimes{seconds: map[int]float64{}, labels: map[int]string{}}
+	self := os.Getpid()
+	queue := []int{self}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = append(queue[1:], children[pid]...)
+		secs, name, err := processCPU(pid)
+		if err != nil {
+			continue // it has exited since
+		}
+		switch {
+		case pid == self:
+			name = "the benchmark (clients, watches)"
+		case pid == hostPID:
+			name = "host kube-apiserver"
+		case slices.Contains(controllerPIDs, pid):
+			name = "controller"
+		case name == "kube-apiserver":
+			name = "member kube-apiservers"
+		}
+		t.seconds[pid], t.labels[pid] = secs, name
+	}
+	return t, nil
+}
+
+// processCPU reads a process's user and system CPU-seconds and its program
+// name from /proc/<pid>/stat.
+func processCPU(pid int) (float64, string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", err
+	}
+	s := string(data)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return 0, "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	// After the name: state (field 3) … utime (14) and stime (15).
+	fields := strings.Fields(s[closing+1:])
+	if len(fields) < 13 {
+		return 0, "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, "", fmt.Errorf("unexpected /proc/%d/stat: %q", pid, s)
+	}
+	return float64(utime+stime) / clockTicks, s[open+1 : closing], nil
+}
+
+// cpuUse is the CPU-seconds each label's processes used between two reads.
+type cpuUse map[string]float64
+
+// since is the CPU each label used from before to t. A process started
+// in between counts from zero; one gone by t is not counted.
+func (t cpuTimes) since(before cpuTimes) cpuUse {
+	use := cpuUse{}
+	for pid, secs := range t.seconds {
+		use[t.labels[pid]] += secs - before.seconds[pid]
+	}
+	return use
+}
+
+// String lists the total and each label's CPU-seconds, largest first, and
+// the cores they kept busy over wall.
+func (u cpuUse) String(wall float64) string {
+	var total float64
+	labels := make([]string, 0, len(u))
+	for label, secs := range u {
+		total += secs
+		labels = append(labels, label)
+	}
+	slices.SortFunc(labels, func(a, b string) int { return cmp.Compare(u[b], u[a]) })
+	parts := []string{fmt.Sprintf("%.1f CPU-s in all over %.1f s (%.2f cores)", total, wall, total/wall)}
+	for _, label := range labels {
+		parts = append(parts, fmt.Sprintf("%s %.1f", label, u[label]))
+	}
+	return strings.Join(parts, "; ")
+}
