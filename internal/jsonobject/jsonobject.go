@@ -3,6 +3,10 @@ package jsonobject
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,11 +18,24 @@ import (
 // resourceVersion, generation, labels, annotations, deletion), which the
 // JSON leaves out where it would repeat it. Decode gives the whole object.
 //
-// rest is never changed once set: copies of an Object share it.
+// The labels and annotations are not in ObjectMeta, whose Labels and
+// Annotations stay nil, but in meta: read them with GetLabels and
+// GetAnnotations, which return maps of the caller's own.
+//
+// rest and meta are never changed in place once set: copies of an Object
+// share them.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	rest []byte
+	// meta holds the labels, then the annotations, as key, value, key,
+	// value…, each sorted by key; labels is how many strings are the
+	// labels'. Two Go maps took about 300 bytes each however few entries
+	// they held, most of what a cached copy cost beside its JSON
+	// (bench/RESULTS.md, "Labels and annotations held as pairs"). Keys
+	// and short values are interned: the objects of a kind repeat them.
+	meta   []string
+	labels int
+	rest   []byte
 }
 
 var (
@@ -26,16 +43,109 @@ var (
 	_ metav1.Object  = (*Object)(nil)
 )
 
+// internedValue is the length up to which a value is interned: longer
+// ones (UIDs, hashes) are most often one object's own.
+const internedValue = 24
+
+// maxInterned bounds the strings intern keeps, for good: about 0.5 MiB
+// at most, should short values be each object's own (names in labels).
+const maxInterned = 8192
+
+// interned is the table of intern. Package unique would not do: a
+// string its handle's Value returns does not keep the handle's entry,
+// so that once the handles are collected the next object gets a new
+// string again.
+var interned struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+// intern returns the string equal to s that the table holds, adding s
+// while the table has room; s itself once it is full.
+func intern(s string) string {
+	interned.RLock()
+	v, ok := interned.m[s]
+	interned.RUnlock()
+	if ok {
+		return v
+	}
+	interned.Lock()
+	defer interned.Unlock()
+	if v, ok := interned.m[s]; ok {
+		return v
+	}
+	if len(interned.m) >= maxInterned {
+		return s
+	}
+	if interned.m == nil {
+		interned.m = map[string]string{}
+	}
+	s = strings.Clone(s)
+	interned.m[s] = s
+	return s
+}
+
+// pairs appends m's entries to meta, sorted by key.
+func pairs(meta []string, m map[string]string) []string {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if len(v) <= internedValue {
+			v = intern(v)
+		}
+		meta = append(meta, intern(k), v)
+	}
+	return meta
+}
+
+// asMap returns the pairs kv as a map of the caller's own; nil when there
+// are none, as an object without them decodes.
+func asMap(kv []string) map[string]string {
+	if len(kv) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// setMeta holds labels and annotations, in a slice of its own.
+func (o *Object) setMeta(labels, annotations map[string]string) {
+	meta := make([]string, 0, 2*(len(labels)+len(annotations)))
+	meta = pairs(meta, labels)
+	o.labels = len(meta)
+	o.meta = pairs(meta, annotations)
+}
+
+// GetLabels returns the labels, a map of the caller's own.
+func (o *Object) GetLabels() map[string]string { return asMap(o.meta[:o.labels]) }
+
+// SetLabels replaces the labels.
+func (o *Object) SetLabels(labels map[string]string) { o.setMeta(labels, o.GetAnnotations()) }
+
+// GetAnnotations returns the annotations, a map of the caller's own.
+func (o *Object) GetAnnotations() map[string]string { return asMap(o.meta[o.labels:]) }
+
+// SetAnnotations replaces the annotations.
+func (o *Object) SetAnnotations(annotations map[string]string) {
+	o.setMeta(o.GetLabels(), annotations)
+}
+
+// GetObjectMeta returns the object itself: ObjectMeta alone does not hold
+// the labels and annotations.
+func (o *Object) GetObjectMeta() metav1.Object { return o }
+
 // New returns u, which it takes over, as an Object.
 func New(u *unstructured.Unstructured) (*Object, error) {
 	o := &Object{
 		TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(), ResourceVersion: u.GetResourceVersion(),
-			Generation: u.GetGeneration(), Labels: u.GetLabels(), Annotations: u.GetAnnotations(),
-			DeletionTimestamp: u.GetDeletionTimestamp(),
+			Generation: u.GetGeneration(), DeletionTimestamp: u.GetDeletionTimestamp(),
 		},
 	}
+	o.setMeta(u.GetLabels(), u.GetAnnotations())
 	if meta, ok := u.Object["metadata"].(map[string]any); ok {
 		delete(meta, "labels")
 		delete(meta, "annotations")
@@ -55,18 +165,19 @@ func (o *Object) Decode() (*unstructured.Unstructured, error) {
 	if err := u.UnmarshalJSON(o.rest); err != nil {
 		return nil, fmt.Errorf("decoding the cached %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
 	}
-	if len(o.Labels) > 0 {
-		u.SetLabels(o.Labels)
+	if labels := o.GetLabels(); len(labels) > 0 {
+		u.SetLabels(labels)
 	}
-	if len(o.Annotations) > 0 {
-		u.SetAnnotations(o.Annotations)
+	if annotations := o.GetAnnotations(); len(annotations) > 0 {
+		u.SetAnnotations(annotations)
 	}
 	return u, nil
 }
 
-// DeepCopyObject copies the metadata; the JSON, never changed, is shared.
+// DeepCopyObject copies the metadata; the labels, annotations and JSON,
+// never changed in place, are shared.
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, rest: o.rest}
+	out := &Object{TypeMeta: o.TypeMeta, meta: o.meta, labels: o.labels, rest: o.rest}
 	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

@@ -53,9 +53,13 @@ func TestACachedCopyDecodesToItsProjection(t *testing.T) {
 		t.Errorf("a reader's change of its decoded copy reached the cache: %v", fresh.Object)
 	}
 	cp := c.DeepCopyObject().(*cachedCopy)
-	cp.Labels["x"] = "y"
-	if _, ok := c.Labels["x"]; ok {
-		t.Error("a deep copy's labels are the original's")
+	cp.SetLabels(map[string]string{"x": "y"})
+	cp.GetAnnotations()["x"] = "y"
+	if !reflect.DeepEqual(c.GetLabels(), want.GetLabels()) || !reflect.DeepEqual(c.GetAnnotations(), want.GetAnnotations()) {
+		t.Error("a change of a deep copy's labels or annotations reached the original")
+	}
+	if m := c.GetObjectMeta(); !reflect.DeepEqual(m.GetLabels(), want.GetLabels()) || !reflect.DeepEqual(m.GetAnnotations(), want.GetAnnotations()) {
+		t.Errorf("the cached copy's GetObjectMeta has the labels %v and annotations %v; want %v and %v", m.GetLabels(), m.GetAnnotations(), want.GetLabels(), want.GetAnnotations())
 	}
 
 	// Tombstones pass as they are, and are no copy.
