@@ -22,8 +22,9 @@ import (
 // Annotations stay nil, but in meta: read them with GetLabels and
 // GetAnnotations, which return maps of the caller's own.
 //
-// rest and meta are never changed in place once set: copies of an Object
-// share them.
+// The JSON is held compressed with a dictionary of its kind when that
+// makes it smaller. rest and meta are never changed in place once set:
+// copies of an Object share them.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -31,11 +32,13 @@ type Object struct {
 	// value…, each sorted by key; labels is how many strings are the
 	// labels'. Two Go maps took about 300 bytes each however few entries
 	// they held, most of what a cached copy cost beside its JSON
-	// (bench/RESULTS.md, "Labels and annotations held as pairs"). Keys
+	// (bench/RESULTS.md, "Held objects compressed, labels as pairs"). Keys
 	// and short values are interned: the objects of a kind repeat them.
 	meta   []string
 	labels int
-	rest   []byte
+	// rest is the JSON, compressed with dict unless dict is nil.
+	rest []byte
+	dict *dictionary
 }
 
 var (
@@ -155,14 +158,34 @@ func New(u *unstructured.Unstructured) (*Object, error) {
 		return nil, fmt.Errorf("encoding %s %s/%s for the cache: %w", o.Kind, o.Namespace, o.Name, err)
 	}
 	o.rest = rest
+	if strings.HasSuffix(o.Kind, "Secret") {
+		// A dictionary would keep the first Secret's data for as long as
+		// the process runs, after the Secret is gone.
+		return o, nil
+	}
+	dict := dictionaryFor(o.APIVersion+"/"+o.Kind, rest)
+	compressed, err := dict.compress(rest)
+	if err != nil {
+		return nil, fmt.Errorf("compressing %s %s/%s for the cache: %w", o.Kind, o.Namespace, o.Name, err)
+	}
+	if len(compressed) < len(rest) {
+		o.rest, o.dict = compressed, dict
+	}
 	return o, nil
 }
 
 // Decode returns the whole object: a new one each time, the caller's own.
 // Numbers that are integers decode as int64, as from the API server.
 func (o *Object) Decode() (*unstructured.Unstructured, error) {
+	data := o.rest
+	if o.dict != nil {
+		var err error
+		if data, err = o.dict.decompress(o.rest); err != nil {
+			return nil, fmt.Errorf("decoding the cached %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+		}
+	}
 	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON(o.rest); err != nil {
+	if err := u.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("decoding the cached %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
 	}
 	if labels := o.GetLabels(); len(labels) > 0 {
@@ -177,7 +200,7 @@ func (o *Object) Decode() (*unstructured.Unstructured, error) {
 // DeepCopyObject copies the metadata; the labels, annotations and JSON,
 // never changed in place, are shared.
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, meta: o.meta, labels: o.labels, rest: o.rest}
+	out := &Object{TypeMeta: o.TypeMeta, meta: o.meta, labels: o.labels, rest: o.rest, dict: o.dict}
 	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

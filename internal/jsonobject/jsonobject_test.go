@@ -1,8 +1,10 @@
 package jsonobject
 
 import (
+	"fmt"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -93,6 +95,64 @@ func TestKeysAndShortValuesAreShared(t *testing.T) {
 	for i := range a.meta {
 		if unsafe.StringData(a.meta[i]) != unsafe.StringData(b.meta[i]) {
 			t.Errorf("%q is held twice", a.meta[i])
+		}
+	}
+}
+
+// Objects held compressed decode to what they were, each with its kind's
+// dictionary, when several kinds are held at once; an object of a kind
+// seen before is held in a fraction of its JSON.
+func TestCompressedObjectsDecodeToWhatTheyWere(t *testing.T) {
+	t.Parallel()
+	docs := func(kind string, i int) string {
+		return fmt.Sprintf(`{"apiVersion":"test.fedwarden.io/v1","kind":%q,"metadata":{"name":"web-%d","namespace":"shop","uid":"7c1e2d3f-4a5b-6c7d-8e9f-%012d","labels":{"app":"web"}},`+
+			`"spec":{"replicas":%d,"template":{"spec":{"containers":[{"name":"app","image":"nginx:1.27","imagePullPolicy":"IfNotPresent","terminationMessagePath":"/dev/termination-log"}]}}}}`, kind, i, i, i)
+	}
+	var wg sync.WaitGroup
+	for _, kind := range []string{"CompressedA", "CompressedB"} {
+		for i := range 20 {
+			wg.Go(func() {
+				data := docs(kind, i)
+				o := object(t, data)
+				for range 2 { // a decompressor is reused
+					u, err := o.Decode()
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					want := &unstructured.Unstructured{}
+					if err := want.UnmarshalJSON([]byte(data)); err != nil {
+						t.Error(err)
+						return
+					}
+					if !reflect.DeepEqual(u.Object, want.Object) {
+						t.Errorf("decoded:\n%v\nwant:\n%v", u.Object, want.Object)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	data := docs("CompressedA", 1000)
+	if o := object(t, data); o.dict == nil || len(o.rest) > len(data)/4 {
+		t.Errorf("an object of a kind seen before is held in %d bytes of its JSON's %d (compressed: %t)", len(o.rest), len(data), o.dict != nil)
+	}
+}
+
+// Secrets, and the federated kinds that hold them, are not compressed: a
+// dictionary, kept for good, would keep the first one's data after it is
+// gone.
+func TestSecretsAreNotCompressed(t *testing.T) {
+	t.Parallel()
+	for _, kind := range []string{"Secret", "FederatedSecret"} {
+		for i := range 2 {
+			o := object(t, fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":"s-%d"},"data":{"token":"c2VjcmV0"}}`, kind, i))
+			if o.dict != nil {
+				t.Errorf("%s %d is held compressed", kind, i)
+			}
+			if _, ok := dictionaries.Load("v1/" + kind); ok {
+				t.Errorf("a dictionary was made of a %s", kind)
+			}
 		}
 	}
 }
