@@ -122,7 +122,7 @@ func profileHost(host kubernetes.Interface, dir string) *cpuProfiles {
 }
 
 // profileController profiles a controller-manager through its
-// --pprof-bind-address, whose base URL (http://host:port/debug/pprof) is
+// --pprof-bind-address, whose base URL (ending in /debug/pprof) is
 // pprofURL.
 func profileController(pprofURL, dir string) *cpuProfiles {
 	return profile("Fedwarden's controller-manager", "controller-cpu", dir, func() ([]byte, error) {
