@@ -33,19 +33,12 @@ type programMemory struct {
 // descendantsMemory reads the memory of every process descending from this
 // one.
 func descendantsMemory() (processMemory, error) {
-	parents, err := parentsByPID()
+	pids, err := processTree()
 	if err != nil {
 		return processMemory{}, err
 	}
-	children := map[int][]int{}
-	for pid, ppid := range parents {
-		children[ppid] = append(children[ppid], pid)
-	}
 	m := processMemory{programs: map[string]programMemory{}}
-	queue := children[os.Getpid()]
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = append(queue[1:], children[pid]...)
+	for _, pid := range pids[1:] {
 		rss, peak, err := fedtest.ProcessMemory(pid)
 		if err != nil {
 			continue // it has exited since
@@ -60,6 +53,24 @@ func descendantsMemory() (processMemory, error) {
 		m.programs[name] = programMemory{rss: p.rss + rss, count: p.count + 1}
 	}
 	return m, nil
+}
+
+// processTree returns this process and every process descending from it,
+// this one first.
+func processTree() ([]int, error) {
+	parents, err := parentsByPID()
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	for pid, ppid := range parents {
+		children[ppid] = append(children[ppid], pid)
+	}
+	tree := []int{os.Getpid()}
+	for i := 0; i < len(tree); i++ {
+		tree = append(tree, children[tree[i]]...)
+	}
+	return tree, nil
 }
 
 // parentsByPID maps each process to its parent, from /proc/<pid>/stat.
@@ -125,20 +136,13 @@ type cpuTimes struct {
 // labelled apart from the members' API servers and any other process of
 // the same program.
 func readCPU(hostPID int, controllerPIDs ...int) (cpuTimes, error) {
-	parents, err := parentsByPID()
+	pids, err := processTree()
 	if err != nil {
 		return cpuTimes{}, err
 	}
-	children := map[int][]int{}
-	for pid, ppid := range parents {
-		children[ppid] = append(children[ppid], pid)
-	}
 	t := cpuTimes{seconds: map[int]float64{}, labels: map[int]string{}}
 	self := os.Getpid()
-	queue := []int{self}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = append(queue[1:], children[pid]...)
+	for _, pid := range pids {
 		secs, name, err := processCPU(pid)
 		if err != nil {
 			continue // it has exited since
