@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/fedwarden/fedwarden/internal/memberdiff/scrub"
 )
 
 // Object is an object held as JSON, and beside it the metadata an
@@ -158,7 +160,7 @@ func New(u *unstructured.Unstructured) (*Object, error) {
 		return nil, fmt.Errorf("encoding %s %s/%s for the cache: %w", o.Kind, o.Namespace, o.Name, err)
 	}
 	o.rest = rest
-	if strings.HasSuffix(o.Kind, "Secret") {
+	if scrub.HoldsSecretValues(o.GroupVersionKind()) {
 		// A dictionary would keep the first Secret's data for as long as
 		// the process runs, after the Secret is gone.
 		return o, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"unsafe"
@@ -144,14 +145,15 @@ func TestCompressedObjectsDecodeToWhatTheyWere(t *testing.T) {
 // gone.
 func TestSecretsAreNotCompressed(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"Secret", "FederatedSecret"} {
-		for i := range 2 {
-			o := object(t, fmt.Sprintf(`{"apiVersion":"v1","kind":%q,"metadata":{"name":"s-%d"},"data":{"token":"c2VjcmV0"}}`, kind, i))
+	for _, apiVersion := range []string{"v1/Secret", "types.kubefed.io/v1beta1/FederatedSecret"} {
+		i := strings.LastIndexByte(apiVersion, '/')
+		for n := range 2 {
+			o := object(t, fmt.Sprintf(`{"apiVersion":%q,"kind":%q,"metadata":{"name":"s-%d"},"data":{"token":"c2VjcmV0"}}`, apiVersion[:i], apiVersion[i+1:], n))
 			if o.dict != nil {
-				t.Errorf("%s %d is held compressed", kind, i)
+				t.Errorf("%s %d is held compressed", apiVersion, n)
 			}
-			if _, ok := dictionaries.Load("v1/" + kind); ok {
-				t.Errorf("a dictionary was made of a %s", kind)
+			if _, ok := dictionaries.Load(apiVersion); ok {
+				t.Errorf("a dictionary was made of a %s", apiVersion)
 			}
 		}
 	}

@@ -37,6 +37,18 @@ func IsSecret(gvk schema.GroupVersionKind) bool {
 	return gvk.Group == "" && gvk.Kind == "Secret"
 }
 
+// HoldsSecretValues tells whether an object of gvk holds a Secret's values:
+// a core Secret (IsSecret), or a federated resource of Secrets, whose
+// template is one. A federated kind is named after its target
+// ("Federated" + Kind) by fedwarden enable, kubefedctl and the dependencies
+// stage.
+func HoldsSecretValues(gvk schema.GroupVersionKind) bool {
+	return IsSecret(gvk) || (gvk.Group == federatedGroup && gvk.Kind == "Federated"+"Secret")
+}
+
+// federatedGroup is the API group of the federated kinds.
+const federatedGroup = "types.kubefed.io"
+
 // Decode returns the bytes a value of field stands for: base64-decoded in
 // data (as written, if it is not base64), as written in stringData.
 func Decode(field string, v any) []byte {
